@@ -1,0 +1,169 @@
+"""Layered, strict settings (DESIGN.md §2).
+
+Precedence, lowest first: ``conf/base.toml`` < ``conf/<env>.toml`` (``ROCKETLENS_ENV``, default
+``local``) < ``--conf FILE`` < environment variables ``ROCKETLENS__SECTION__KEY``. Unknown sections
+or keys and values of the wrong type fail with one line naming the key (:class:`SettingsError`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+ENV_PREFIX = "ROCKETLENS__"
+DEFAULT_CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+class SettingsError(ValueError):
+    """A bad setting; its message is one line naming the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class EngineSettings(_Section):
+    name: Literal["sail", "spark", "connect"] = "sail"
+    remote: str = ""
+    shuffle_partitions: int = Field(8, ge=1)
+
+
+_FIXED_OFFSET = re.compile(r"^(?:GMT|UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+
+class IngestSettings(_Section):
+    client_log_timezone: str = "GMT+8"
+    quarantine_raw_max_chars: int = Field(65536, ge=256)
+
+    @field_validator("client_log_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        if value in ("UTC", "GMT", "Z") or _FIXED_OFFSET.match(value):
+            return value
+        from zoneinfo import ZoneInfo
+
+        try:
+            ZoneInfo(value)
+        except Exception as exc:  # zoneinfo raises several types
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+
+class DetectionSettings(_Section):
+    liveness_window_seconds: int = Field(90, ge=1)
+    max_snapshot_gap_seconds: int = Field(300, ge=1)
+    orphan_min_duration_seconds: int = Field(120, ge=0)
+    orphan_transient_max_seconds: int = Field(300, ge=0)
+    stuck_min_duration_seconds: int = Field(300, ge=0)
+    persist_interval_seconds: int = Field(5, ge=1)
+    consume_concurrently_max_span: int = Field(2000, ge=1)
+
+
+class SeveritySettings(_Section):
+    critical_lag: int = Field(10000, ge=0)
+    critical_minutes: int = Field(30, ge=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+    )
+
+    engine: EngineSettings = EngineSettings()
+    ingest: IngestSettings = IngestSettings()
+    detection: DetectionSettings = DetectionSettings()
+    severity: SeveritySettings = SeveritySettings()
+
+
+
+def _settings_from(files: list[Path]) -> type[Settings]:
+    """A Settings subclass reading ``files`` (most specific last) and the env vars."""
+
+    class _Layered(Settings):
+        @classmethod
+        def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                       dotenv_settings, file_secret_settings):
+            # Earlier sources win: env vars, then the files from the most specific to base.toml.
+            tomls = tuple(TomlConfigSettingsSource(settings_cls, toml_file=f) for f in reversed(files))
+            return (init_settings, _TypedEnvSource(settings_cls), *tomls)
+
+    return _Layered
+
+
+class _TypedEnvSource(PydanticBaseSettingsSource):
+    """Env vars ``ROCKETLENS__SECTION__KEY``; values are read as TOML scalars so strict types hold.
+
+    ``ROCKETLENS__DETECTION__LIVENESS_WINDOW_SECONDS=120`` gives the int 120; a value that is not a
+    TOML literal (``sail``) is taken as a string.
+    """
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - unused, see __call__
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        import tomllib
+
+        out: dict[str, dict[str, Any]] = {}
+        for name, raw in os.environ.items():
+            if not name.upper().startswith(ENV_PREFIX):
+                continue
+            parts = name[len(ENV_PREFIX) :].lower().split("__")
+            if len(parts) != 2 or not all(parts):
+                raise SettingsError(
+                    f"invalid setting env var {name}: expected {ENV_PREFIX}SECTION__KEY"
+                )
+            try:
+                value = tomllib.loads(f"v = {raw}")["v"]
+            except tomllib.TOMLDecodeError:
+                value = raw
+            out.setdefault(parts[0], {})[parts[1]] = value
+        return out
+
+
+def _format_error(exc: ValidationError, sources: str) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown setting '{key}' (from {sources}); see conf/base.toml for the valid keys"
+    value = err.get("input")
+    return f"invalid setting '{key}' = {value!r}: {err['msg']} (from {sources})"
+
+
+def load_settings(conf_file: str | Path | None = None, env: str | None = None,
+                  conf_dir: str | Path | None = None) -> Settings:
+    """Load the layered settings; raise :class:`SettingsError` with one line on any problem."""
+    conf_dir = Path(conf_dir or os.environ.get("ROCKETLENS_CONF_DIR") or DEFAULT_CONF_DIR)
+    env = env or os.environ.get("ROCKETLENS_ENV", "local")
+    files: list[Path] = []
+    for candidate in (conf_dir / "base.toml", conf_dir / f"{env}.toml"):
+        if candidate.is_file():
+            files.append(candidate)
+    if conf_file is not None:
+        path = Path(conf_file)
+        if not path.is_file():
+            raise SettingsError(f"settings file {path} not found; pass an existing --conf FILE")
+        files.append(path)
+    sources = ", ".join(str(f) for f in files) + f", env {ENV_PREFIX}*"
+    try:
+        loaded = _settings_from(files)()
+        return Settings.model_validate(loaded.model_dump())
+    except ValidationError as exc:
+        raise SettingsError(_format_error(exc, sources)) from None
+    except SettingsError:
+        raise
+    except Exception as exc:  # tomllib errors from a broken file
+        raise SettingsError(f"cannot read settings ({sources}): {exc}".replace("\n", " ")) from None
