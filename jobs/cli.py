@@ -6,9 +6,19 @@ Every option also reads ``ROCKETLENS_<OPTION>``. A failure prints one line sayin
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import sys
+import time
+import uuid
+from pathlib import Path
 
 import click
+
+from jobs import output
+
+os.environ["TZ"] = "UTC"  # collected timestamps are rendered in UTC whatever the host's zone
+time.tzset()
 
 
 class RocketlensError(click.ClickException):
@@ -26,14 +36,146 @@ class UsageProblem(RocketlensError):
     exit_code = 2
 
 
+def _parse_date(ctx, param, value: str | None) -> dt.date | None:
+    if value is None:
+        return None
+    try:
+        if len(value) != 10:
+            raise ValueError
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a UTC calendar day YYYY-MM-DD") from None
+
+
+def _opt(name: str, **kwargs):
+    """An option that also reads ``ROCKETLENS_<OPTION>`` (DESIGN.md §1)."""
+    env = "ROCKETLENS_" + name.lstrip("-").replace("-", "_").upper()
+    return click.option(name, envvar=env, show_envvar=True, **kwargs)
+
+
+def _load_settings(conf: str | None):
+    from jobs.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(conf)
+    except SettingsError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _session(engine: str, remote: str | None, settings, delta: bool = True):
+    from jobs.engine import open_session
+
+    return open_session(engine, remote=remote or settings.engine.remote or None, delta=delta,
+                        shuffle_partitions=settings.engine.shuffle_partitions)
+
+
+ENGINE_CHOICE = click.Choice(["sail", "spark", "connect"])
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rocketlens")
 def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
 
 
-def run_main() -> None:  # pragma: no cover - thin wrapper for console scripts
-    main(standalone_mode=True)
+@main.command()
+@_opt("--date", "run_date", required=True, callback=_parse_date, help="UTC day YYYY-MM-DD.")
+@_opt("--landing", required=True, type=click.Path(file_okay=False, path_type=Path),
+      help="Landing root: <landing>/<source>/date=YYYY-MM-DD/.")
+@_opt("--lake", required=True, type=click.Path(file_okay=False, path_type=Path),
+      help="Lake root: <lake>/<layer>/<table> (Delta).")
+@_opt("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
+@_opt("--remote", default=None, help="Spark Connect URL for --engine connect.")
+@_opt("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
+def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote: str | None,
+        conf: str | None) -> None:
+    """The nightly pipeline for one day: landing → bronze → silver. Idempotent per day."""
+    from jobs.engine import EngineError
+    from jobs.pipeline import NoLandingData, run_day
+
+    settings = _load_settings(conf)
+    if not landing.is_dir():
+        raise RocketlensError(f"landing directory {landing} does not exist: check --landing")
+    run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    engine = engine or settings.engine.name
+    click.echo(f"rocketlens run {run_date} run_id={run_id} engine={engine}", err=True)
+    try:
+        with _session(engine, remote, settings) as spark:
+            report = run_day(spark, landing, lake, run_date, settings, run_id, now,
+                             progress=lambda m: click.echo(f"  writing {m}", err=True))
+    except EngineError as exc:
+        raise RocketlensError(str(exc)) from None
+    except NoLandingData as exc:
+        raise RocketlensError(str(exc)) from None
+    click.echo(output.render_table(
+        ["source", "source_file", "lines", "accepted", "quarantined", "other_day", "unmatched"],
+        [[r[k] for k in ("source", "source_file", "lines", "accepted", "quarantined",
+                         "other_day", "unmatched")] for r in report.file_counts]))
+    click.echo()
+    click.echo(output.render_table(["table", f"rows {run_date}"],
+                                   [[k, v] for k, v in report.table_rows.items()]))
+    click.echo(f"done in {report.seconds:.1f}s", err=True)
+
+
+@main.command()
+@click.argument("query")
+@_opt("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
+@_opt("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@_opt("--engine", type=ENGINE_CHOICE, default=None)
+@_opt("--remote", default=None)
+@_opt("--conf", default=None, type=click.Path(dir_okay=False))
+def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None,
+        conf: str | None) -> None:
+    """Trusted ad-hoc SQL over every lake table (bronze.X, silver.X, gold.X)."""
+    from jobs import lake as lake_mod
+
+    settings = _load_settings(conf)
+    with _session(engine or settings.engine.name, remote, settings) as spark:
+        lake_mod.register_tables(spark, lake)
+        try:
+            df = spark.sql(query)
+            columns = df.columns
+            rows = [r.asDict(recursive=True) for r in df.collect()]
+        except Exception as exc:  # analysis errors: one line
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RocketlensError(f"query failed: {first}") from None
+    click.echo(output.render(columns, rows, fmt), nl=False)
+
+
+@main.command()
+@_opt("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
+@_opt("--engine", type=ENGINE_CHOICE, default=None)
+@_opt("--remote", default=None)
+@_opt("--conf", default=None, type=click.Path(dir_okay=False))
+def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None) -> None:
+    """List lake tables with row counts and schemas."""
+    from jobs import lake as lake_mod
+
+    settings = _load_settings(conf)
+    found = lake_mod.list_tables(lake)
+    if not found:
+        raise RocketlensError(f"no Delta tables under {lake}: run 'rocketlens run' first")
+    with _session(engine or settings.engine.name, remote, settings) as spark:
+        for layer, name, path in found:
+            df = spark.read.format("delta").load(path)
+            click.echo(f"{layer}.{name}  rows={df.count()}  {path}")
+            for f in df.schema.fields:
+                click.echo(f"    {f.name}: {f.dataType.simpleString()}")
+
+
+@main.command()
+@_opt("--lake", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out/lake"))
+@_opt("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"))
+def demo(lake: Path, out: Path) -> None:
+    """Run the nightly pipeline on the bundled sample day with the embedded engine."""
+    sample = Path(__file__).resolve().parent.parent / "tests" / "data" / "hand_day"
+    run_date = "2025-11-21"
+    out.mkdir(parents=True, exist_ok=True)
+    click.echo(f"sample landing data: {sample}", err=True)
+    ctx = click.get_current_context()
+    ctx.invoke(run, run_date=dt.date.fromisoformat(run_date), landing=sample, lake=lake,
+               engine="sail", remote=None, conf=None)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,70 @@
+"""Landing ``client_logs`` → bronze.client_log_events, quarantine rows and per-file counts.
+
+A line that matches no template is counted as ``unmatched`` (not quarantined, DESIGN.md §3.4);
+a line that matches one but whose values do not parse is quarantined with the reason. A line's
+day is its UTC timestamp's day, or its folder's day when it has none (a stack-trace line).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
+from jobs.ingest.client_logs import parse_client_log_lines
+from jobs.ingest.json_sources import SourceFrames
+from jobs.ingest.landing_files import (
+    line_day,
+    line_status,
+    list_landing_files,
+    out_of_window_reason,
+    read_lines,
+)
+from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA
+from schemas.landing import CLIENT_LOGS
+
+EVENT_FIELDS = [f.name for f in CLIENT_LOG_EVENT_SCHEMA.fields
+                if f.name not in ("_source_file", "_line_no", "parse_error")]
+
+
+def host_of(source_file) -> F.Column:
+    """``client_logs/date=D/<host>/…`` → ``<host>`` (null for a file directly in the day folder)."""
+    host = F.regexp_extract(source_file, r"^[^/]+/date=[^/]+/([^/]+)/", 1)
+    return F.when(host != "", host)
+
+
+def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> DataFrame:
+    """Numbered log lines → parsed events plus ``_status`` and ``_reason`` (as for JSON sources)."""
+    parsed = parse_client_log_lines(lines_df, zone)
+    day = line_day(F.col("ts"), F.col("_folder_date"))
+    check = F.when(F.col("parse_error").isNotNull(),
+                   F.concat(F.lit("unparseable_log_line: "), F.col("parse_error")))
+    status = line_status(F.col("_day"), F.col("_folder_date"), F.col("_check"), run_date)
+    classified = (parsed.withColumn("_day", day).withColumn("_check", check)
+                  .withColumn("_status", status))
+    # Unmatched lines are counted, never quarantined, whatever their day — unless their own
+    # day's run will count them (other_day), so that no line is counted twice.
+    matched_or_not = F.when(F.col("event").isNull() & (F.col("_status") != "other_day"),
+                            F.lit("unmatched")).otherwise(F.col("_status"))
+    return (classified.withColumn("_status", matched_or_not)
+            .withColumn("_reason", F.when(
+                F.col("_status") == "quarantined",
+                F.coalesce(F.col("_check"),
+                           out_of_window_reason(F.col("_day"), F.col("_folder_date")))))
+            .withColumn("host", host_of(F.col("_source_file"))))
+
+
+def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, run_id: str,
+                       ingested_at: dt.datetime, raw_max_chars: int, zone: str) -> SourceFrames:
+    files = list_landing_files(landing, CLIENT_LOGS, run_date)
+    classified = classify_log_lines(read_lines(spark, files), run_date, zone)
+    return SourceFrames(
+        records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,
+                                 ingested_at),
+        quarantine=quarantine_rows(classified, CLIENT_LOGS, run_date, run_id, raw_max_chars),
+        counts=file_counts(classified, CLIENT_LOGS, run_date, run_id),
+        files=len(files),
+    )

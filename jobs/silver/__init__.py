@@ -1,0 +1,1 @@
+"""Bronze → silver: typed, de-duplicated per-snapshot facts (DESIGN.md §4 silver; layout ours)."""

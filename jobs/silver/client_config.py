@@ -1,0 +1,61 @@
+"""silver.client_config: each client's allocation strategy and consumer settings per snapshot."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from jobs.silver.dedup import filter_first_per_key
+
+# AllocateMessageQueueStrategy class → its getName() (facts §1). NEARBY's name carries its inner
+# strategy ("MACHINE_ROOM_NEARBY-AVG"), which a class name cannot tell, hence the bare prefix.
+_REBALANCE_PKG = "org.apache.rocketmq.client.consumer.rebalance."
+STRATEGY_NAMES = {
+    "AllocateMessageQueueAveragely": "AVG",
+    "AllocateMessageQueueAveragelyByCircle": "AVG_BY_CIRCLE",
+    "AllocateMessageQueueConsistentHash": "CONSISTENT_HASH",
+    "AllocateMessageQueueByConfig": "CONFIG",
+    "AllocateMessageQueueByMachineRoom": "MACHINE_ROOM",
+    "AllocateMachineRoomNearby": "MACHINE_ROOM_NEARBY",
+}
+
+
+def strategy_class(prop: Column) -> Column:
+    """``org.….AllocateMessageQueueAveragely@6d06d69c`` → the class name (Java's default toString)."""
+    name = F.regexp_extract(prop, r"^\s*([A-Za-z0-9_.$]+?)(@[0-9a-fA-F]+)?\s*$", 1)
+    return F.when(name != "", name)
+
+
+def strategy_name(class_name: Column) -> Column:
+    """Class name → RocketMQ getName(); a class of another package gives ``CUSTOM:<class>``."""
+    expr = F.when(class_name.isNull(), F.lit(None).cast("string"))
+    for simple, name in STRATEGY_NAMES.items():
+        expr = expr.when(class_name == _REBALANCE_PKG + simple, F.lit(name))
+    return expr.otherwise(F.concat(F.lit("CUSTOM:"), class_name))
+
+
+def _int_prop(key: str) -> Column:
+    return F.col("properties").getItem(key).try_cast("long")
+
+
+def build_client_config(running_info_df: DataFrame) -> DataFrame:
+    """Bronze running_info → one row per (group, client_id, snapshot) with parsed properties.
+
+    ``properties`` holds every field of DefaultMQPushConsumer stringified (facts §6.1).
+    """
+    snapshots = filter_first_per_key(running_info_df, ["cluster", "group", "client_id", "ts"])
+    cls = strategy_class(F.col("properties").getItem("allocateMessageQueueStrategy"))
+    start_ms = _int_prop("PROP_CONSUMER_START_TIMESTAMP")
+    return snapshots.select(
+        "cluster", "group", "client_id", "ts",
+        strategy_name(cls).alias("strategy"),
+        cls.alias("strategy_class"),
+        _int_prop("consumeConcurrentlyMaxSpan").alias("consume_concurrently_max_span"),
+        _int_prop("consumeTimeout").alias("consume_timeout_minutes"),
+        _int_prop("pullThresholdForQueue").alias("pull_threshold_for_queue"),
+        F.col("properties").getItem("messageModel").alias("message_model"),
+        (F.lower(F.col("properties").getItem("PROP_CONSUMEORDERLY")) == "true").alias("is_orderly"),
+        F.col("properties").getItem("PROP_CLIENT_VERSION").alias("client_version"),
+        F.when(start_ms > 0, F.timestamp_millis(start_ms)).alias("consumer_started_at"),
+        "date",
+    )

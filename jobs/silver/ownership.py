@@ -1,0 +1,74 @@
+"""silver.queue_ownership: who claims which queue, as intervals ``[valid_from, valid_until)``.
+
+DESIGN.md §5: a client owns a queue at t when the queue is in its latest running-info mq_table
+(not dropped), in its latest ``rebalanced result changed`` set, or in a ``[persistAll]`` line
+within 2 × the persist interval. Each claim holds until the same client's next observation of
+the same kind (``valid_until`` null = until the end of the data). Liveness and processes per id
+are applied by the detectors, not here.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.silver.dedup import filter_first_per_key
+
+COLUMNS = ["cluster", "group", "client_id", "topic", "broker_name", "queue_id", "source",
+           "valid_from", "valid_until", "date"]
+
+
+def running_info_claims(running_info_df: DataFrame) -> DataFrame:
+    """Every non-dropped mq_table entry, valid until that client's next running-info snapshot."""
+    snapshots = filter_first_per_key(running_info_df, ["cluster", "group", "client_id", "ts"])
+    nxt = Window.partitionBy("cluster", "group", "client_id").orderBy("ts")
+    return (snapshots.withColumn("valid_until", F.lead("ts").over(nxt))
+            .select("cluster", "group", "client_id", "ts", "valid_until", "date",
+                    F.inline("mq_table"))
+            .where(~F.coalesce(F.col("dropped"), F.lit(False)))
+            .select("cluster", "group", "client_id", "topic", "broker_name", "queue_id",
+                    F.lit("running_info").alias("source"), F.col("ts").alias("valid_from"),
+                    "valid_until", "date"))
+
+
+def rebalance_log_claims(log_events_df: DataFrame, clusters_df: DataFrame) -> DataFrame:
+    """Each ``rebalanced result changed`` set, valid until the client's next one for that topic.
+
+    Log lines do not name the cluster; it comes from the group's connection records
+    (``clusters_df``: distinct ``cluster, group, client_id``).
+    """
+    results = log_events_df.where(F.col("event") == "REBALANCE_RESULT")
+    nxt = Window.partitionBy("group", "client_id", "topic").orderBy("ts", "_source_file",
+                                                                    "_line_no")
+    claims = (results.withColumn("valid_until", F.lead("ts").over(nxt))
+              .select("group", "client_id", F.col("ts").alias("valid_from"), "valid_until",
+                      "date", F.explode("queues").alias("mq"))
+              .select("group", "client_id", "mq.topic", "mq.broker_name", "mq.queue_id",
+                      F.lit("rebalance_log").alias("source"), "valid_from", "valid_until",
+                      "date"))
+    return claims.join(clusters_df, on=["group", "client_id"], how="left").select(*COLUMNS)
+
+
+def persist_log_claims(log_events_df: DataFrame, clusters_df: DataFrame,
+                       persist_interval_seconds: int) -> DataFrame:
+    """``[persistAll]`` lines: the client commits every owned queue each persist interval
+    (facts §2.3), so a line proves ownership for 2 × that interval."""
+    hold = 2 * persist_interval_seconds
+    claims = (log_events_df.where(F.col("event") == "PERSIST_OFFSET")
+              .select("group", "client_id", F.col("ts").alias("valid_from"),
+                      F.timestamp_millis(F.unix_millis("ts") + F.lit(hold * 1000))
+                      .alias("valid_until"),
+                      "date", F.explode("queues").alias("mq"))
+              .select("group", "client_id", "mq.topic", "mq.broker_name", "mq.queue_id",
+                      F.lit("persist_log").alias("source"), "valid_from", "valid_until",
+                      "date"))
+    return claims.join(clusters_df, on=["group", "client_id"], how="left").select(*COLUMNS)
+
+
+def build_queue_ownership(running_info_df: DataFrame, log_events_df: DataFrame,
+                          connections_df: DataFrame, persist_interval_seconds: int) -> DataFrame:
+    clusters = connections_df.select("cluster", "group", "client_id").distinct()
+    return (running_info_claims(running_info_df)
+            .unionByName(rebalance_log_claims(log_events_df, clusters))
+            .unionByName(persist_log_claims(log_events_df, clusters, persist_interval_seconds))
+            .select(*COLUMNS))
