@@ -1,0 +1,1 @@
+"""Landing → bronze readers and parsers, one module per source (DESIGN.md §3)."""
