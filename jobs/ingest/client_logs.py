@@ -1,0 +1,386 @@
+"""Raw ``rocketmq_client.log`` lines → typed client-log events (DESIGN.md §3.4).
+
+The client writes the lines this module reads in one of two layouts:
+
+- **4.9** — ``yyyy-MM-dd HH:mm:ss[,SSS|.SSS] LEVEL token - message``. The slf4j/logback route
+  (``rocketmq.client.logUseSlf4j=true``, pattern ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n``)
+  puts the thread in ``token``; the client's own inner logger (``LoggingBuilder.DefaultLayout``)
+  writes ``,SSS``, the logger name (``RocketmqClient``) and CRLF line ends. 5.0.x clients still use
+  the inner logger, so a 5.0 line can carry a 4.9 layout and a 5.x template.
+- **5.x** (``rmq.client.logback.xml``, 5.1.0+) — ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t]
+  [%logger{12}#%M:%L] - %m%n``.
+
+Both print a wall clock of a configured zone (GMT+8 in the shipped configs); ``ts`` is stored in UTC.
+
+The templates are the ``log.info``/``log.warn`` format strings of the RocketMQ client (facts §2.2,
+§2.3, §5.3). The only wording change between 4.9.x and 5.x is the ``client `` prefix RIP-19 put
+before ``rebalanced result changed.`` (5.0.0+); ``broker rebalanced result changed.`` (the
+server-side assignment path) is a different line and is not matched. ``PullRequest.toString()`` and
+``MessageQueue.toString()`` print the same in both.
+
+Every regular expression here is written for the common subset of Java's ``Pattern`` (classic Spark)
+and Rust's ``regex`` (Sail): ``[0-9]`` instead of ``\\d`` (Rust's ``\\d`` is Unicode-wide), ``(?s)``
+so ``.`` means the same on both, no look-around, no back-references.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType
+
+from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA, MESSAGE_QUEUE_TYPE
+
+# Same accepted forms as jobs.settings.IngestSettings.client_log_timezone.
+_FIXED_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
+_ZERO_OFFSET_NAMES = frozenset({"UTC", "GMT", "UT", "Z"})
+
+
+def fixed_offset_millis(zone: str) -> int | None:
+    """The offset of ``zone`` from UTC in milliseconds when it is a fixed offset, else ``None``.
+
+    Fixed offsets: ``UTC``, ``GMT``, ``Z``, ``GMT+8``, ``UTC+08:00``, ``+08:00``, ``+0800``,
+    ``GMT-3``. Anything else (``Asia/Shanghai``) is a region id, left to the engine.
+    """
+    name = zone.strip()
+    if name.upper() in _ZERO_OFFSET_NAMES:
+        return 0
+    match = _FIXED_OFFSET.match(name)
+    if not match:
+        return None
+    sign, hours, minutes = match.group(1), int(match.group(2)), int(match.group(3) or 0)
+    if hours > 18 or minutes > 59:
+        raise ValueError(f"time zone offset out of range: {zone!r}")
+    millis = (hours * 3600 + minutes * 60) * 1000
+    return -millis if sign == "-" else millis
+
+
+def wall_clock_to_utc(col: Column | str, zone: str) -> Column:
+    """Turn a naive wall-clock timestamp of ``zone`` into the UTC instant it denotes.
+
+    Assumes the session time zone is UTC (``jobs.engine.COMMON_CONF``), so a naive timestamp's
+    epoch value is its wall clock read as UTC. Fixed offsets are subtracted in milliseconds
+    (sub-millisecond digits are dropped) because Sail's ``to_utc_timestamp`` accepts only region
+    ids, while classic Spark accepts both; region ids go through ``to_utc_timestamp``, which both
+    engines resolve alike, DST gaps and overlaps included.
+    """
+    column = F.col(col) if isinstance(col, str) else col
+    offset = fixed_offset_millis(zone)
+    if offset is None:
+        return F.to_utc_timestamp(column, zone)
+    return F.timestamp_millis(F.unix_millis(column) - F.lit(offset))
+
+
+# --- line layouts ----------------------------------------------------------------------------
+
+_WALL_CLOCK = r"([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?"
+# groups: 1 wall clock, 2 millis, 3 level, 4 pid, 5 thread, 6 logger, 7 message
+_HEADER_5X = (r"(?s)^" + _WALL_CLOCK
+              + r" +([A-Z]+) +\[([0-9]{1,9})\] +\[(.*?)\] +\[([^\[\]#\s]+)#[^\]]*\] - (.*)$")
+# groups: 1 wall clock, 2 millis, 3 level, 4 thread or logger name, 5 message
+_HEADER_49 = r"(?s)^" + _WALL_CLOCK + r" +([A-Z]+) +(.*?) - (.*)$"
+# The inner logger prints its logger name (RocketmqClient, RocketmqRemoting, ...); a logback
+# pattern with %c/%logger prints a dotted class name. Thread names have neither shape.
+_LOGGER_NAME = r"^(?:Rocketmq[A-Za-z]*|[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+)$"
+
+# --- RocketMQ toString forms (facts §0, §5.3) ------------------------------------------------
+
+# Topic names are [%|a-zA-Z0-9_-]+; queue ids are small, so 9 digits always fit an int.
+_MQ = r"MessageQueue \[topic=[^,\[\]]*, brokerName=[^,\[\]]*, queueId=-?[0-9]{1,9}\]"
+_MQ_PARTS = r"^MessageQueue \[topic=([^,\[\]]*), brokerName=([^,\[\]]*), queueId=(-?[0-9]{1,9})\]$"
+_MQ_SET = r"^\[(?:" + _MQ + r"(?:, " + _MQ + r")*)?\]$"
+_JAVA_LIST = r"(?s)^\[.*\]$"
+_WHOLE_NUMBER = r"^-?[0-9]{1,19}$"
+
+
+@dataclass(frozen=True)
+class _Template:
+    """One RocketMQ log statement: ``signature`` decides the event, ``pattern`` takes its values.
+
+    ``fields`` maps a raw field (RocketMQ's name for it) to its group in ``pattern``. The groups
+    are loose (``.*?``) so that a line whose values are broken still fits and gets a
+    ``parse_error`` naming the value, rather than falling back to unmatched.
+    """
+
+    event: str
+    signature: str
+    pattern: str
+    fields: dict[str, int]
+
+
+_PULL_REQUEST = (r"pullRequest=PullRequest \[consumerGroup=(.*?), messageQueue=(.*?), "
+                 r"nextOffset=(.*?)\], flowControlTimes=(.*)$")
+_CACHED = r"so do flow control, minOffset=(.*?), maxOffset=(.*?), count=(.*?), size=(.*?) MiB, "
+_FLOW_FIELDS = {"threshold": 1, "minOffset": 2, "maxOffset": 3, "count": 4, "size": 5,
+                "consumerGroup": 6, "messageQueue": 7, "nextOffset": 8, "flowControlTimes": 9}
+
+_TEMPLATES = (
+    _Template(
+        "REBALANCE_RESULT",
+        r"^(?:client )?rebalanced result changed\. allocateMessageQueueStrategyName=",
+        r"(?s)^(?:client )?rebalanced result changed\. allocateMessageQueueStrategyName=(.*?), "
+        r"group=(.*?), topic=(.*?), clientId=(.*?), mqAllSize=(.*?), cidAllSize=(.*?), "
+        r"rebalanceResultSize=(.*?), rebalanceResultSet=(.*)$",
+        {"allocateMessageQueueStrategyName": 1, "group": 2, "topic": 3, "clientId": 4,
+         "mqAllSize": 5, "cidAllSize": 6, "rebalanceResultSize": 7, "rebalanceResultSet": 8},
+    ),
+    _Template(
+        "PERSIST_OFFSET",
+        r"^\[persistAll\] Group: ",
+        r"(?s)^\[persistAll\] Group: (.*?) ClientId: (.*?) updateConsumeOffsetToBroker (.*) ([^ ]*)$",
+        {"group": 1, "clientId": 2, "messageQueue": 3, "offset": 4},
+    ),
+    _Template(
+        "FLOW_CONTROL_COUNT",
+        r"^the cached message count exceeds the threshold ",
+        r"(?s)^the cached message count exceeds the threshold (.*?), " + _CACHED + _PULL_REQUEST,
+        _FLOW_FIELDS,
+    ),
+    _Template(
+        "FLOW_CONTROL_SIZE",
+        r"^the cached message size exceeds the threshold ",
+        r"(?s)^the cached message size exceeds the threshold (.*?) MiB, " + _CACHED + _PULL_REQUEST,
+        _FLOW_FIELDS,
+    ),
+    _Template(
+        "FLOW_CONTROL_SPAN",
+        r"^the queue's messages, span too long, so do flow control, ",
+        r"(?s)^the queue's messages, span too long, so do flow control, minOffset=(.*?), "
+        r"maxOffset=(.*?), maxSpan=(.*?), " + _PULL_REQUEST,
+        {"minOffset": 1, "maxOffset": 2, "maxSpan": 3, "consumerGroup": 4, "messageQueue": 5,
+         "nextOffset": 6, "flowControlTimes": 7},
+    ),
+    _Template(
+        "NOT_IN_CID_ALL",
+        r"^\[BUG\] ConsumerGroup: ",
+        r"(?s)^\[BUG\] ConsumerGroup: (.*?) The consumerId: (.*?) not in cidAll: (.*)$",
+        {"group": 1, "clientId": 2, "cidAll": 3},
+    ),
+    _Template(
+        "SEND_EXPIRE_MSG_BACK",
+        r"^send expire msg back\. ",
+        r"(?s)^send expire msg back\. topic=(.*?), msgId=(.*?), storeHost=(.*?), queueId=(.*?), "
+        r"queueOffset=(.*)$",
+        {"topic": 1, "msgId": 2, "storeHost": 3, "queueId": 4, "queueOffset": 5},
+    ),
+    # Group names cannot hold a comma, which keeps "add a new mq failed, …, because lock failed",
+    # "[BUG]doRebalance, …" and "truncateMessageQueueNotMyTopic remove unnecessary mq" out.
+    _Template(
+        "MQ_ADDED",
+        r"^doRebalance, [^,]*, add a new mq, ",
+        r"(?s)^doRebalance, ([^,]*), add a new mq, (.*)$",
+        {"group": 1, "messageQueue": 2},
+    ),
+    _Template(
+        "MQ_REMOVED",
+        r"^doRebalance, [^,]*, remove unnecessary mq, ",
+        r"(?s)^doRebalance, ([^,]*), remove unnecessary mq, (.*)$",
+        {"group": 1, "messageQueue": 2},
+    ),
+)
+
+# The typed value of a raw field, by the schema type it lands in.
+_INT_FIELDS = ("mqAllSize", "cidAllSize", "rebalanceResultSize", "queueId")
+_LONG_FIELDS = ("offset", "queueOffset", "minOffset", "maxOffset", "count", "size", "threshold",
+                "maxSpan", "nextOffset", "flowControlTimes")
+
+
+def _raw_name(field: str) -> str:
+    return f"__raw_{field}"
+
+
+def _whole_number(col: Column, type_name: str) -> Column:
+    """``col`` as ``type_name`` when it is a plain decimal integer that fits, else null.
+
+    The regex gate keeps both engines alike: their casts differ on inputs such as ``12.5``.
+    """
+    return F.when(col.rlike(_WHOLE_NUMBER), col.try_cast(type_name))
+
+
+def message_queue_struct(col: Column) -> Column:
+    """``MessageQueue [topic=t, brokerName=b, queueId=n]`` → struct(topic, broker_name, queue_id).
+
+    Assumes ``col`` already matched the MessageQueue form; other input gives empty strings.
+    """
+    return F.struct(
+        F.regexp_extract(col, _MQ_PARTS, 1).alias("topic"),
+        F.regexp_extract(col, _MQ_PARTS, 2).alias("broker_name"),
+        F.regexp_extract(col, _MQ_PARTS, 3).try_cast("int").alias("queue_id"),
+    )
+
+
+def _by_event(cases: dict[str, Column], data_type) -> Column:
+    """The value for the current line's event; null for events not in ``cases``."""
+    result = None
+    for event, value in cases.items():
+        condition = F.col("event") == F.lit(event)
+        result = F.when(condition, value) if result is None else result.when(condition, value)
+    return result.otherwise(F.lit(None).cast(data_type)) if result is not None \
+        else F.lit(None).cast(data_type)
+
+
+def _with_header(zone: str):
+    def transform(df: DataFrame) -> DataFrame:
+        line = F.regexp_replace(F.col("line"), r"[\r\n]+$", "")
+        is_5x = line.rlike(_HEADER_5X)
+        is_49 = line.rlike(_HEADER_49)
+
+        def part(group_5x: int | None, group_49: int | None) -> Column:
+            value = None
+            if group_5x is not None:
+                value = F.when(is_5x, F.regexp_extract(line, _HEADER_5X, group_5x))
+            if group_49 is not None:
+                part_49 = F.regexp_extract(line, _HEADER_49, group_49)
+                value = (F.when(is_49, part_49) if value is None
+                         else value.when(is_49, part_49))
+            return value
+
+        token_49 = F.regexp_extract(line, _HEADER_49, 4)
+        token_is_logger = token_49.rlike(_LOGGER_NAME)
+        millis = part(2, 2)
+        local_millis = (F.unix_millis(F.try_to_timestamp(part(1, 1), F.lit("yyyy-MM-dd HH:mm:ss")))
+                        + F.when(millis == "", F.lit(0)).otherwise(millis.try_cast("long")))
+        return df.select(
+            "_source_file",
+            "_line_no",
+            wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
+            part(3, 3).alias("level"),
+            F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 5))
+             .when(is_49 & ~token_is_logger, token_49).alias("thread"),
+            F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 6))
+             .when(is_49 & token_is_logger, token_49).alias("logger"),
+            F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 4).try_cast("int")).alias("pid"),
+            F.when(is_5x, F.lit("5.x")).when(is_49, F.lit("4.9")).alias("log_layout"),
+            part(7, 5).alias("message"),
+        )
+    return transform
+
+
+def _with_event(df: DataFrame) -> DataFrame:
+    message = F.col("message")
+    event = None
+    for template in _TEMPLATES:
+        matches = message.rlike(template.signature)
+        event = (F.when(matches, F.lit(template.event)) if event is None
+                 else event.when(matches, F.lit(template.event)))
+    return df.withColumn("event", event)
+
+
+def _with_raw_fields(df: DataFrame) -> DataFrame:
+    """One string column per RocketMQ field name, taken with the pattern of the line's event."""
+    fields = sorted({name for template in _TEMPLATES for name in template.fields})
+    raw = []
+    for name in fields:
+        cases = {template.event: F.regexp_extract(F.col("message"), template.pattern,
+                                                  template.fields[name])
+                 for template in _TEMPLATES if name in template.fields}
+        raw.append(_by_event(cases, "string").alias(_raw_name(name)))
+    fits = _by_event({template.event: F.col("message").rlike(template.pattern)
+                      for template in _TEMPLATES}, "boolean")
+    return df.select("*", fits.alias("__fits"), *raw)
+
+
+def _typed_fields(df: DataFrame) -> DataFrame:
+    def raw(name: str) -> Column:
+        return F.col(_raw_name(name))
+
+    typed = {name: _whole_number(raw(name), "int") for name in _INT_FIELDS}
+    typed.update({name: _whole_number(raw(name), "long") for name in _LONG_FIELDS})
+
+    single_mq_ok = raw("messageQueue").rlike(_MQ_PARTS)
+    single_mq = F.when(single_mq_ok, F.array(message_queue_struct(raw("messageQueue"))))
+    mq_set_ok = raw("rebalanceResultSet").rlike(_MQ_SET)
+    mq_set = F.when(mq_set_ok, F.transform(
+        F.regexp_extract_all(raw("rebalanceResultSet"), F.lit(_MQ), 0), message_queue_struct))
+    expire_mq = F.when(typed["queueId"].isNotNull(), F.array(F.struct(
+        raw("topic").alias("topic"),
+        F.lit(None).cast("string").alias("broker_name"),
+        typed["queueId"].alias("queue_id"),
+    )))
+    cid_all_ok = raw("cidAll").rlike(_JAVA_LIST)
+    # "[a, b]" → [a, b]; "[]" → [] (split gives one empty element, dropped by the filter).
+    cid_all = F.when(cid_all_ok, F.filter(
+        F.split(F.regexp_extract(raw("cidAll"), r"(?s)^\[(.*)\]$", 1), ", "),
+        lambda cid: cid != ""))
+
+    single_queue_events = ("PERSIST_OFFSET", "FLOW_CONTROL_COUNT", "FLOW_CONTROL_SIZE",
+                           "FLOW_CONTROL_SPAN", "MQ_ADDED", "MQ_REMOVED")
+    queues = _by_event({"REBALANCE_RESULT": mq_set,
+                        **{event: single_mq for event in single_queue_events},
+                        "SEND_EXPIRE_MSG_BACK": expire_mq}, ArrayType(MESSAGE_QUEUE_TYPE))
+    topic = _by_event({"REBALANCE_RESULT": raw("topic"), "SEND_EXPIRE_MSG_BACK": raw("topic"),
+                       **{event: F.element_at(single_mq, 1).getField("topic")
+                          for event in single_queue_events}}, "string")
+    group = F.coalesce(raw("group"), raw("consumerGroup"))
+    offset = F.coalesce(typed["offset"], typed["queueOffset"])
+
+    def failed(name: str) -> Column:
+        return raw(name).isNotNull() & typed[name].isNull()
+
+    # A raw field is non-null only on lines of an event that prints it, so one check per name.
+    numeric_names = dict.fromkeys(name for template in _TEMPLATES for name in template.fields
+                                  if name in typed)
+    reasons = [(~F.col("__fits"), F.concat(F.lit("line does not fit the "), F.col("event"),
+                                           F.lit(" template")))]
+    reasons += [(failed(name), F.lit(f"non-numeric {name}")) for name in numeric_names]
+    reasons += [
+        (raw("rebalanceResultSet").isNotNull() & ~mq_set_ok, F.lit("malformed MessageQueue set")),
+        (raw("messageQueue").isNotNull() & ~single_mq_ok, F.lit("malformed MessageQueue")),
+        (raw("cidAll").isNotNull() & ~cid_all_ok, F.lit("malformed cidAll list")),
+    ]
+    parse_error = F.when(F.col("event").isNotNull(), F.coalesce(
+        F.when(F.col("ts").isNull(), F.lit("invalid timestamp")),
+        *[F.when(condition, reason) for condition, reason in reasons],
+    ))
+
+    return df.select(
+        "_source_file", "_line_no", "ts", "event", "level", "thread", "logger", "pid",
+        "log_layout",
+        group.alias("group"),
+        raw("clientId").alias("client_id"),
+        topic.alias("topic"),
+        raw("allocateMessageQueueStrategyName").alias("strategy"),
+        typed["mqAllSize"].alias("mq_all_size"),
+        typed["cidAllSize"].alias("cid_all_size"),
+        typed["rebalanceResultSize"].alias("rebalance_result_size"),
+        queues.alias("queues"),
+        offset.alias("offset"),
+        typed["minOffset"].alias("min_offset"),
+        typed["maxOffset"].alias("max_offset"),
+        typed["count"].alias("cached_count"),
+        typed["size"].alias("cached_size_mib"),
+        typed["threshold"].alias("threshold"),
+        typed["maxSpan"].alias("max_span"),
+        typed["nextOffset"].alias("next_offset"),
+        typed["flowControlTimes"].alias("flow_control_times"),
+        cid_all.alias("cid_all"),
+        raw("msgId").alias("msg_id"),
+        raw("storeHost").alias("store_host"),
+        "message",
+        parse_error.alias("parse_error"),
+    )
+
+
+def parse_client_log_lines(lines_df: DataFrame, zone: str) -> DataFrame:
+    """Parse raw client-log lines into one ``CLIENT_LOG_EVENT_SCHEMA`` row per line.
+
+    Input columns: ``_source_file`` string, ``_line_no`` long, ``line`` string (the raw line, CR
+    and LF endings allowed). ``zone`` is the zone of the logs' wall clock (``GMT+8`` by default,
+    setting ``ingest.client_log_timezone``).
+
+    ``event`` is null for a line that matches no template: other RocketMQ lines, stack-trace
+    continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``, ``level``
+    and ``message`` are still set whenever the line's header parsed. A line that matched a
+    template but whose values cannot be read keeps its event and gets a short ``parse_error``.
+    """
+    return (
+        lines_df
+        .transform(_with_header(zone))
+        .transform(_with_event)
+        .transform(_with_raw_fields)
+        .transform(_typed_fields)
+        .select(*[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA])
+    )
