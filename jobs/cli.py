@@ -47,10 +47,10 @@ def _parse_date(ctx, param, value: str | None) -> dt.date | None:
         raise click.BadParameter(f"{value!r} is not a UTC calendar day YYYY-MM-DD") from None
 
 
-def _opt(name: str, **kwargs):
+def _opt(name: str, *dest: str, **kwargs):
     """An option that also reads ``ROCKETLENS_<OPTION>`` (DESIGN.md §1)."""
     env = "ROCKETLENS_" + name.lstrip("-").replace("-", "_").upper()
-    return click.option(name, envvar=env, show_envvar=True, **kwargs)
+    return click.option(name, *dest, envvar=env, show_envvar=True, **kwargs)
 
 
 def _load_settings(conf: str | None):
@@ -103,7 +103,7 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     try:
         with _session(engine, remote, settings) as spark:
             report = run_day(spark, landing, lake, run_date, settings, run_id, now,
-                             progress=lambda m: click.echo(f"  writing {m}", err=True))
+                             progress=lambda m: click.echo(f"  {m}", err=True))
     except EngineError as exc:
         raise RocketlensError(str(exc)) from None
     except NoLandingData as exc:

@@ -49,6 +49,33 @@ def read_day(spark: SparkSession, lake: str | Path, layer: str, name: str,
     return read_table(spark, lake, layer, name).where(f"date = '{run_date.isoformat()}'")
 
 
+def staging_path(lake: str | Path, run_id: str, name: str) -> str:
+    return str(Path(lake) / "_staging" / run_id / name)
+
+
+def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
+          name: str) -> DataFrame:
+    """Write ``df`` once as Parquet under the run's staging folder and read it back.
+
+    Parsed landing lines feed three outputs (records, quarantine, counts); staging them parses
+    each line once, and keeps the plans small: Sail otherwise plans the parse expressions again
+    inside every expression that uses their results, which costs seconds per query.
+    """
+    path = staging_path(lake, run_id, name)
+    df.write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path)
+
+
+def drop_staging(lake: str | Path, run_id: str) -> None:
+    import shutil
+
+    shutil.rmtree(Path(lake) / "_staging" / run_id, ignore_errors=True)
+    try:
+        (Path(lake) / "_staging").rmdir()
+    except OSError:
+        pass
+
+
 def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:
     """``(layer, name, path)`` of every Delta table under the lake, in layer order."""
     found = []

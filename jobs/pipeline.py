@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs import lake
 from jobs.ingest.client_log_records import ingest_client_logs
-from jobs.ingest.json_sources import SourceFrames, ingest_json_source
+from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no_staging
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.membership import build_group_members
@@ -47,16 +47,18 @@ class RunReport:
 
 
 def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, settings: Settings,
-                  run_id: str, ingested_at: dt.datetime) -> dict[str, DataFrame]:
+                  run_id: str, ingested_at: dt.datetime,
+                  stage: Stage = no_staging) -> dict[str, DataFrame]:
     """Every bronze table's frame for ``run_date`` (records, ``quarantine``, ``ingest_counts``)."""
     raw_max = settings.ingest.quarantine_raw_max_chars
     per_source: dict[str, SourceFrames] = {
-        s.name: ingest_json_source(spark, landing, s, run_date, run_id, ingested_at, raw_max)
+        s.name: ingest_json_source(spark, landing, s, run_date, run_id, ingested_at, raw_max,
+                                   stage)
         for s in JSON_SOURCES
     }
     per_source["client_logs"] = ingest_client_logs(
         spark, landing, run_date, run_id, ingested_at, raw_max,
-        settings.ingest.client_log_timezone)
+        settings.ingest.client_log_timezone, stage)
     if sum(f.files for f in per_source.values()) == 0:
         raise NoLandingData(
             f"no landing files for {run_date} under {landing} "
@@ -98,14 +100,21 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
     """Run landing → bronze → silver for ``run_date``, replacing that day in every table."""
     started = time.monotonic()
     report = RunReport(run_id=run_id, run_date=run_date)
-    bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at)
-    for name, df in bronze.items():
-        progress(f"bronze.{name}")
-        lake.write_day(spark, df, lake_dir, "bronze", name, run_date)
+    def stage(df: DataFrame, name: str) -> DataFrame:
+        progress(f"parsing {name}")
+        return lake.stage(spark, df, lake_dir, run_id, name)
+
+    try:
+        bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage)
+        for name, df in bronze.items():
+            progress(f"writing bronze.{name}")
+            lake.write_day(spark, df, lake_dir, "bronze", name, run_date)
+    finally:
+        lake.drop_staging(lake_dir, run_id)
     stored = {name: lake.read_day(spark, lake_dir, "bronze", name, run_date)
               for name in BRONZE_RECORD_TABLES}
     for name, df in silver_frames(stored, settings).items():
-        progress(f"silver.{name}")
+        progress(f"writing silver.{name}")
         lake.write_day(spark, df, lake_dir, "silver", name, run_date)
     for layer, name, _path in lake.list_tables(lake_dir):
         report.table_rows[f"{layer}.{name}"] = lake.read_day(spark, lake_dir, layer, name,

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.client_logs import parse_client_log_lines
-from jobs.ingest.json_sources import SourceFrames
+from jobs.ingest.json_sources import SourceFrames, Stage, no_staging
 from jobs.ingest.landing_files import (
     line_day,
     line_status,
@@ -38,7 +38,7 @@ def host_of(source_file) -> F.Column:
 
 def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> DataFrame:
     """Numbered log lines → parsed events plus ``_status`` and ``_reason`` (as for JSON sources)."""
-    parsed = parse_client_log_lines(lines_df, zone)
+    parsed = parse_client_log_lines(lines_df, zone, passthrough=("_folder_date", "line"))
     day = line_day(F.col("ts"), F.col("_folder_date"))
     check = F.when(F.col("parse_error").isNotNull(),
                    F.concat(F.lit("unparseable_log_line: "), F.col("parse_error")))
@@ -58,9 +58,10 @@ def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> Dat
 
 
 def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, run_id: str,
-                       ingested_at: dt.datetime, raw_max_chars: int, zone: str) -> SourceFrames:
+                       ingested_at: dt.datetime, raw_max_chars: int, zone: str,
+                       stage: Stage = no_staging) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
-    classified = classify_log_lines(read_lines(spark, files), run_date, zone)
+    classified = stage(classify_log_lines(read_lines(spark, files), run_date, zone), CLIENT_LOGS)
     return SourceFrames(
         records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,
                                  ingested_at),

@@ -244,8 +244,7 @@ def _with_header(zone: str):
         local_millis = (F.unix_millis(F.try_to_timestamp(part(1, 1), F.lit("yyyy-MM-dd HH:mm:ss")))
                         + F.when(millis == "", F.lit(0)).otherwise(millis.try_cast("long")))
         return df.select(
-            "_source_file",
-            "_line_no",
+            "*",
             wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
             part(3, 3).alias("level"),
             F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 5))
@@ -283,7 +282,7 @@ def _with_raw_fields(df: DataFrame) -> DataFrame:
     return df.select("*", fits.alias("__fits"), *raw)
 
 
-def _typed_fields(df: DataFrame) -> DataFrame:
+def _typed_fields(df: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     def raw(name: str) -> Column:
         return F.col(_raw_name(name))
 
@@ -337,6 +336,7 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     ))
 
     return df.select(
+        *keep,
         "_source_file", "_line_no", "ts", "event", "level", "thread", "logger", "pid",
         "log_layout",
         group.alias("group"),
@@ -364,7 +364,8 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     )
 
 
-def parse_client_log_lines(lines_df: DataFrame, zone: str) -> DataFrame:
+def parse_client_log_lines(lines_df: DataFrame, zone: str,
+                           passthrough: tuple[str, ...] = ()) -> DataFrame:
     """Parse raw client-log lines into one ``CLIENT_LOG_EVENT_SCHEMA`` row per line.
 
     Input columns: ``_source_file`` string, ``_line_no`` long, ``line`` string (the raw line, CR
@@ -375,12 +376,15 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str) -> DataFrame:
     continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``, ``level``
     and ``message`` are still set whenever the line's header parsed. A line that matched a
     template but whose values cannot be read keeps its event and gets a short ``parse_error``.
+    ``passthrough`` names input columns to keep in front (the ingest keeps ``line`` and
+    ``_folder_date`` for quarantine and reconciliation).
     """
     return (
         lines_df
         .transform(_with_header(zone))
         .transform(_with_event)
         .transform(_with_raw_fields)
-        .transform(_typed_fields)
-        .select(*[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA])
+        .transform(lambda df: _typed_fields(df, passthrough))
+        .select(*passthrough,
+                *[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA])
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,15 +25,24 @@ class SourceFrames:
     files: int
 
 
+# Materialises a classified frame (see jobs.lake.stage); identity where no lake is at hand.
+Stage = Callable[[DataFrame, str], DataFrame]
+
+
+def no_staging(df: DataFrame, _name: str) -> DataFrame:
+    return df
+
+
 def bronze_fields(source: JsonSource) -> list[str]:
     return [*source.field_names, "_extra"]
 
 
 def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
                        run_date: dt.date, run_id: str, ingested_at: dt.datetime,
-                       raw_max_chars: int) -> SourceFrames:
+                       raw_max_chars: int, stage: Stage = no_staging) -> SourceFrames:
     files = list_landing_files(landing, source.name, run_date)
-    classified = classify_json_lines(read_lines(spark, files), source, run_date)
+    classified = stage(classify_json_lines(read_lines(spark, files), source, run_date),
+                       source.name)
     return SourceFrames(
         records=accepted_records(classified, bronze_fields(source), run_date, run_id,
                                  ingested_at),
