@@ -270,12 +270,16 @@ def _with_event(df: DataFrame) -> DataFrame:
 
 
 def _with_raw_fields(df: DataFrame) -> DataFrame:
-    """One string column per RocketMQ field name, taken with the pattern of the line's event."""
+    """One string column per RocketMQ field name, taken with the pattern of the line's event.
+
+    A field is null when the line's event does not print it or the line does not fit the pattern.
+    """
     fields = sorted({name for template in _TEMPLATES for name in template.fields})
     raw = []
     for name in fields:
-        cases = {template.event: F.regexp_extract(F.col("message"), template.pattern,
-                                                  template.fields[name])
+        cases = {template.event: F.when(F.col("message").rlike(template.pattern),
+                                        F.regexp_extract(F.col("message"), template.pattern,
+                                                         template.fields[name]))
                  for template in _TEMPLATES if name in template.fields}
         raw.append(_by_event(cases, "string").alias(_raw_name(name)))
     fits = _by_event({template.event: F.col("message").rlike(template.pattern)
