@@ -2,15 +2,17 @@
 
 The client writes the lines this module reads in one of two layouts:
 
-- **4.9** — ``yyyy-MM-dd HH:mm:ss[,SSS|.SSS] LEVEL token - message``. The slf4j/logback route
-  (``rocketmq.client.logUseSlf4j=true``, pattern ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n``)
-  puts the thread in ``token``; the client's own inner logger (``LoggingBuilder.DefaultLayout``)
-  writes ``,SSS``, the logger name (``RocketmqClient``) and CRLF line ends. 5.0.x clients still use
+- **4.9** — ``yyyy-MM-dd HH:mm:ss[,SSS|.SSS] LEVEL token - message``. The logback pattern 4.9
+  ships in ``distribution/conf/logback_*.xml``, ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n``, and
+  reused for the client's slf4j route (``rocketmq.client.logUseSlf4j=true``), puts the thread in
+  ``token``; the client's own inner logger (``LoggingBuilder.DefaultLayout``) writes ``,SSS``, the
+  logger name (``RocketmqClient``) and CRLF line ends. 5.0.x clients still use
   the inner logger, so a 5.0 line can carry a 4.9 layout and a 5.x template.
-- **5.x** (``rmq.client.logback.xml``, 5.1.0+) — ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t]
-  [%logger{12}#%M:%L] - %m%n``.
+- **5.x** (``rmq.client.logback.xml``, 5.1.0+) —
+  ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n``.
 
-Both print a wall clock of a configured zone (GMT+8 in the shipped configs); ``ts`` is stored in UTC.
+Lines carry a zone-less wall clock: GMT+8 in RocketMQ's logback patterns, the JVM's default zone in
+the 4.9 inner logger. The zone is a deployment setting; ``ts`` is stored in UTC.
 
 The templates are the ``log.info``/``log.warn`` format strings of the RocketMQ client (facts §2.2,
 §2.3, §5.3). The only wording change between 4.9.x and 5.x is the ``client `` prefix RIP-19 put
@@ -30,12 +32,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType
+from pyspark.sql.types import ArrayType, DataType
 
 from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA, MESSAGE_QUEUE_TYPE
 
 # Same accepted forms as jobs.settings.IngestSettings.client_log_timezone.
-_FIXED_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
+_FIXED_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?\s*([+-])([0-9]{1,2})(?::?([0-9]{2}))?$")
 _ZERO_OFFSET_NAMES = frozenset({"UTC", "GMT", "UT", "Z"})
 
 
@@ -46,7 +48,7 @@ def fixed_offset_millis(zone: str) -> int | None:
     ``GMT-3``. Anything else (``Asia/Shanghai``) is a region id, left to the engine.
     """
     name = zone.strip()
-    if name.upper() in _ZERO_OFFSET_NAMES:
+    if name in _ZERO_OFFSET_NAMES:
         return 0
     match = _FIXED_OFFSET.match(name)
     if not match:
@@ -130,7 +132,8 @@ _TEMPLATES = (
     _Template(
         "PERSIST_OFFSET",
         r"^\[persistAll\] Group: ",
-        r"(?s)^\[persistAll\] Group: (.*?) ClientId: (.*?) updateConsumeOffsetToBroker (.*) ([^ ]*)$",
+        r"(?s)^\[persistAll\] Group: (.*?) ClientId: (.*?) "
+        r"updateConsumeOffsetToBroker (.*) ([^ ]*)$",
         {"group": 1, "clientId": 2, "messageQueue": 3, "offset": 4},
     ),
     _Template(
@@ -195,7 +198,9 @@ def _raw_name(field: str) -> str:
 def _whole_number(col: Column, type_name: str) -> Column:
     """``col`` as ``type_name`` when it is a plain decimal integer that fits, else null.
 
-    The regex gate keeps both engines alike: their casts differ on inputs such as ``12.5``.
+    The regex gate decides what a number is, not the engine's cast rules: a plain cast of ``4.5``
+    gives 4 on classic Spark without ANSI and fails on Sail, and ``try_cast`` takes `` 12`` and
+    ``+7``, which RocketMQ never prints.
     """
     return F.when(col.rlike(_WHOLE_NUMBER), col.try_cast(type_name))
 
@@ -212,14 +217,12 @@ def message_queue_struct(col: Column) -> Column:
     )
 
 
-def _by_event(cases: dict[str, Column], data_type) -> Column:
-    """The value for the current line's event; null for events not in ``cases``."""
-    result = None
-    for event, value in cases.items():
-        condition = F.col("event") == F.lit(event)
-        result = F.when(condition, value) if result is None else result.when(condition, value)
-    return result.otherwise(F.lit(None).cast(data_type)) if result is not None \
-        else F.lit(None).cast(data_type)
+def _by_event(cases: dict[str, Column], data_type: DataType | str) -> Column:
+    """The value for the line's ``event``; null (of ``data_type``) for events not in ``cases``."""
+    result = F.lit(None).cast(data_type)
+    for event, value in reversed(cases.items()):
+        result = F.when(F.col("event") == F.lit(event), value).otherwise(result)
+    return result
 
 
 def _with_header(zone: str):
@@ -376,9 +379,20 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str) -> DataFrame:
     setting ``ingest.client_log_timezone``).
 
     ``event`` is null for a line that matches no template: other RocketMQ lines, stack-trace
-    continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``, ``level``
-    and ``message`` are still set whenever the line's header parsed. A line that matched a
-    template but whose values cannot be read keeps its event and gets a short ``parse_error``.
+    continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``,
+    ``level`` and ``message`` are still set whenever the line's header parsed. A line that matched a
+    template but whose values cannot be read keeps its event and gets a short ``parse_error``
+    (``invalid timestamp``, ``line does not fit the <EVENT> template``, ``non-numeric <field>``,
+    ``malformed MessageQueue set``, ``malformed MessageQueue``, ``malformed cidAll list``).
+
+    Column notes: ``thread`` and ``logger`` come from the header (a 4.9 line carries one of the
+    two); ``logger`` is the 5.x ``%logger{12}`` without ``#method:line``. ``queues`` is the
+    rebalance set, or the one queue of a persist / flow-control / add / remove line, with ``topic``
+    taken from that queue. ``send expire msg back`` prints no broker name (``store_host`` is the
+    store's address), so its queue is ``(topic, null, queueId)``; its ``topic`` is the message's,
+    which for a redelivered message is the original topic the client restored
+    (``resetRetryAndNamespace``) while ``queueId``/``queueOffset`` are of the ``%RETRY%`` queue.
+    ``offset`` is the persisted offset or the expired message's ``queueOffset``.
     """
     return (
         lines_df

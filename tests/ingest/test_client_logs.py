@@ -42,7 +42,7 @@ def parse(spark, *lines: str | None, zone: str = "GMT+8"):
 
 
 def event_rows(spark, *rows: dict):
-    """Expected frame in CLIENT_LOG_EVENT_SCHEMA; unnamed columns are null, _source_file is SOURCE."""
+    """Expected frame in CLIENT_LOG_EVENT_SCHEMA: unnamed columns null, _source_file SOURCE."""
     names = CLIENT_LOG_EVENT_SCHEMA.fieldNames()
     for row in rows:
         unknown = set(row) - set(names)
@@ -165,7 +165,8 @@ def test_fixed_offset_zone_is_subtracted_from_the_wall_clock(spark, zone, expect
 
 
 def test_region_id_zone_follows_daylight_saving_time(spark):
-    header = " INFO RebalanceService - doRebalance, GID_orders, add a new mq, MessageQueue [topic=T, brokerName=broker-a, queueId=0]"
+    header = (" INFO RebalanceService - doRebalance, GID_orders, add a new mq, "
+              "MessageQueue [topic=TopicOrders, brokerName=broker-a, queueId=0]")
     lines = ["2025-01-15 12:00:00" + header, "2025-07-01 12:00:00" + header]
 
     actual = parse(spark, *lines, zone="Europe/Berlin").select("_line_no", "ts")
@@ -179,7 +180,8 @@ def test_region_id_zone_follows_daylight_saving_time(spark):
 def test_region_id_zone_resolves_dst_gap_forward_and_overlap_to_the_earlier_offset(spark):
     # Pins an engine agreement: classic Spark (java.time) and Sail resolve the local times that
     # do not exist / exist twice the same way.
-    header = " INFO RebalanceService - doRebalance, GID_orders, add a new mq, MessageQueue [topic=T, brokerName=broker-a, queueId=0]"
+    header = (" INFO RebalanceService - doRebalance, GID_orders, add a new mq, "
+              "MessageQueue [topic=TopicOrders, brokerName=broker-a, queueId=0]")
     lines = ["2025-03-30 02:30:00" + header, "2025-10-26 02:30:00" + header]
 
     actual = parse(spark, *lines, zone="Europe/Berlin").select("_line_no", "ts")
@@ -493,8 +495,8 @@ def test_truncated_rebalance_set_is_a_malformed_set(spark):
 
 
 def test_decimal_size_is_non_numeric_on_both_engines(spark):
-    # A plain cast of "4.5" to bigint differs between engines and ANSI settings; the parser
-    # accepts only whole decimal numbers.
+    # A plain cast of "4.5" gives 4 on classic Spark without ANSI and fails on Sail; the parser
+    # accepts only whole decimal numbers, so both engines call it non-numeric.
     line = ("2025-03-14 10:20:41 WARN PullMessageService - the cached message count exceeds the "
             "threshold 1000, so do flow control, minOffset=20411, maxOffset=21433, count=1023, "
             "size=4.5 MiB, pullRequest=PullRequest [consumerGroup=GID_orders, "
