@@ -536,3 +536,47 @@ def test_flow_control_line_cut_before_its_pull_request_does_not_fit_the_template
                            (1, "FLOW_CONTROL_SPAN",
                             "line does not fit the FLOW_CONTROL_SPAN template"))
     assert_frames(actual, expected)
+
+
+def test_cid_all_cut_before_its_closing_bracket_is_a_malformed_list(spark):
+    line = ("2025-03-14 10:15:02 INFO RebalanceService - [BUG] ConsumerGroup: GID_orders The "
+            f"consumerId: {CLIENT} not in cidAll: [10.0.3.18@3101#1863726331512004, 10.0.3.19@29")
+
+    actual = parse(spark, line).select("_line_no", "event", "client_id", "cid_all", "parse_error")
+
+    expected = subset_rows(spark, ["_line_no", "event", "client_id", "cid_all", "parse_error"],
+                           (1, "NOT_IN_CID_ALL", CLIENT, None, "malformed cidAll list"))
+    assert_frames(actual, expected)
+
+
+# --- a file excerpt --------------------------------------------------------------------------
+
+def test_log_excerpt_gives_one_row_per_line_with_events_only_on_template_lines(spark):
+    lines = [
+        "2025-03-14 10:15:02,470 INFO RocketmqClient - receive broker's notification"
+        "[10.0.1.5:10911], the consumer group: GID_orders changed, rebalance immediately\r",
+        "2025-03-14 10:15:02,480 INFO RocketmqClient - doRebalance, GID_orders, add a new mq, "
+        "MessageQueue [topic=TopicOrders, brokerName=broker-b, queueId=0]\r",
+        "2025-03-14 10:15:02,481 INFO RocketmqClient - rebalanced result changed. "
+        "allocateMessageQueueStrategyName=AVG, group=GID_orders, topic=TopicOrders, "
+        f"clientId={CLIENT}, mqAllSize=8, cidAllSize=4, rebalanceResultSize=2, rebalanceResultSet="
+        "[MessageQueue [topic=TopicOrders, brokerName=broker-a, queueId=1], "
+        "MessageQueue [topic=TopicOrders, brokerName=broker-b, queueId=0]]\r",
+        "2025-03-14 10:15:03,002 WARN RocketmqClient - execute the pull request exception\r",
+        "org.apache.rocketmq.client.exception.MQBrokerException: CODE: 1  DESC: the consumer's "
+        "group info not exist\r",
+        "\tat org.apache.rocketmq.client.impl.MQClientAPIImpl.processPullResponse"
+        "(MQClientAPIImpl.java:838)\r",
+        "\r",
+        "2025-03-14 10:15:05,002 INFO RocketmqClient - [persistAll] Group: GID_orders ClientId: "
+        f"{CLIENT} updateConsumeOffsetToBroker MessageQueue [topic=TopicOrders, "
+        "brokerName=broker-a, queueId=1] 184467\r",
+    ]
+
+    actual = parse(spark, *lines).select("_line_no", "event", "parse_error")
+
+    expected = subset_rows(spark, ["_line_no", "event", "parse_error"],
+                           (1, None, None), (2, "MQ_ADDED", None), (3, "REBALANCE_RESULT", None),
+                           (4, None, None), (5, None, None), (6, None, None), (7, None, None),
+                           (8, "PERSIST_OFFSET", None))
+    assert_frames(actual, expected)
