@@ -28,6 +28,7 @@ so ``.`` means the same on both, no look-around, no back-references.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -225,7 +226,7 @@ def _by_event(cases: dict[str, Column], data_type: DataType | str) -> Column:
     return result
 
 
-def _with_header(zone: str):
+def _with_header(zone: str, keep_columns: tuple[str, ...]):
     def transform(df: DataFrame) -> DataFrame:
         line = F.regexp_replace(F.col("line"), r"[\r\n]+$", "")
         is_5x = line.rlike(_HEADER_5X)
@@ -249,6 +250,7 @@ def _with_header(zone: str):
         return df.select(
             "_source_file",
             "_line_no",
+            *keep_columns,
             wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
             part(3, 3).alias("level"),
             F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 5))
@@ -344,8 +346,7 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     ))
 
     return df.select(
-        "_source_file", "_line_no", "ts", "event", "level", "thread", "logger", "pid",
-        "log_layout",
+        "*",
         group.alias("group"),
         raw("clientId").alias("client_id"),
         topic.alias("topic"),
@@ -366,12 +367,12 @@ def _typed_fields(df: DataFrame) -> DataFrame:
         cid_all.alias("cid_all"),
         raw("msgId").alias("msg_id"),
         raw("storeHost").alias("store_host"),
-        "message",
         parse_error.alias("parse_error"),
     )
 
 
-def parse_client_log_lines(lines_df: DataFrame, zone: str) -> DataFrame:
+def parse_client_log_lines(lines_df: DataFrame, zone: str, *,
+                           keep_columns: Sequence[str] = ()) -> DataFrame:
     """Parse raw client-log lines into one ``CLIENT_LOG_EVENT_SCHEMA`` row per line.
 
     Input columns: ``_source_file`` string, ``_line_no`` long, ``line`` string (the raw line, CR
@@ -393,12 +394,20 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str) -> DataFrame:
     which for a redelivered message is the original topic the client restored
     (``resetRetryAndNamespace``) while ``queueId``/``queueOffset`` are of the ``%RETRY%`` queue.
     ``offset`` is the persisted offset or the expired message's ``queueOffset``.
+
+    ``keep_columns`` names input columns to carry through unchanged after the schema's columns
+    (e.g. ``line`` for a quarantine's ``raw``), which saves a join back on the line key.
     """
+    keep = tuple(keep_columns)
+    clashes = sorted(set(keep) & set(CLIENT_LOG_EVENT_SCHEMA.fieldNames()))
+    if clashes:
+        raise ValueError(f"keep_columns may not name output columns: {', '.join(clashes)}")
     return (
         lines_df
-        .transform(_with_header(zone))
+        .transform(_with_header(zone, keep))
         .transform(_with_event)
         .transform(_with_raw_fields)
         .transform(_typed_fields)
-        .select(*[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA])
+        .select(*[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA],
+                *keep)
     )

@@ -72,6 +72,28 @@ def test_output_schema_is_the_contract_even_for_no_lines(spark):
     assert parse_client_log_lines(lines_df, "GMT+8").schema == CLIENT_LOG_EVENT_SCHEMA
 
 
+def test_keep_columns_are_carried_through_after_the_schema_columns(spark):
+    schema = StructType([*LINES_SCHEMA.fields, StructField("_folder_date", StringType())])
+    line = "\tat org.apache.rocketmq.client.impl.MQClientAPIImpl.pullMessage(MQClientAPIImpl.java)"
+    lines_df = spark.createDataFrame([(SOURCE, 1, line, "2025-03-14")], schema)
+
+    actual = parse_client_log_lines(lines_df, "GMT+8", keep_columns=["line", "_folder_date"])
+
+    expected_schema = StructType([*CLIENT_LOG_EVENT_SCHEMA.fields, LINES_SCHEMA["line"],
+                                  StructField("_folder_date", StringType())])
+    row = {"_source_file": SOURCE, "_line_no": 1, "line": line, "_folder_date": "2025-03-14"}
+    expected = spark.createDataFrame([tuple(row.get(n) for n in expected_schema.fieldNames())],
+                                     expected_schema)
+    assert_frames(actual, expected)
+
+
+def test_keep_columns_may_not_shadow_an_output_column(spark):
+    lines_df = spark.createDataFrame([], LINES_SCHEMA)
+
+    with pytest.raises(ValueError, match="message"):
+        parse_client_log_lines(lines_df, "GMT+8", keep_columns=["message"])
+
+
 # --- layouts ---------------------------------------------------------------------------------
 
 def test_49_logback_layout_without_millis_gives_thread_and_gmt8_wall_clock_in_utc(spark):
