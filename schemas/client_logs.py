@@ -1,7 +1,7 @@
 """Schema of the events parsed from raw ``rocketmq_client.log`` lines (DESIGN.md §3.4).
 
-One row per input line. Columns carry RocketMQ's own names (facts §0, §2.2, §2.3, §5.3) and are null
-where an event does not print the field; ``event`` is null for a line that matches no template.
+One row per input line. Columns carry RocketMQ's own names (facts §0, §2.2, §2.3, §5.3) and are
+null where an event does not print the field; ``event`` is null for a line that matches no template.
 """
 
 from __future__ import annotations

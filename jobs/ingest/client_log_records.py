@@ -38,7 +38,7 @@ def host_of(source_file) -> F.Column:
 
 def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> DataFrame:
     """Numbered log lines → parsed events plus ``_status`` and ``_reason`` (as for JSON sources)."""
-    parsed = parse_client_log_lines(lines_df, zone, passthrough=("_folder_date", "line"))
+    parsed = parse_client_log_lines(lines_df, zone, keep_columns=("_folder_date", "line"))
     day = line_day(F.col("ts"), F.col("_folder_date"))
     check = F.when(F.col("parse_error").isNotNull(),
                    F.concat(F.lit("unparseable_log_line: "), F.col("parse_error")))

@@ -2,15 +2,17 @@
 
 The client writes the lines this module reads in one of two layouts:
 
-- **4.9** — ``yyyy-MM-dd HH:mm:ss[,SSS|.SSS] LEVEL token - message``. The slf4j/logback route
-  (``rocketmq.client.logUseSlf4j=true``, pattern ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n``)
-  puts the thread in ``token``; the client's own inner logger (``LoggingBuilder.DefaultLayout``)
-  writes ``,SSS``, the logger name (``RocketmqClient``) and CRLF line ends. 5.0.x clients still use
+- **4.9** — ``yyyy-MM-dd HH:mm:ss[,SSS|.SSS] LEVEL token - message``. The logback pattern 4.9
+  ships in ``distribution/conf/logback_*.xml``, ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n``, and
+  reused for the client's slf4j route (``rocketmq.client.logUseSlf4j=true``), puts the thread in
+  ``token``; the client's own inner logger (``LoggingBuilder.DefaultLayout``) writes ``,SSS``, the
+  logger name (``RocketmqClient``) and CRLF line ends. 5.0.x clients still use
   the inner logger, so a 5.0 line can carry a 4.9 layout and a 5.x template.
-- **5.x** (``rmq.client.logback.xml``, 5.1.0+) — ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t]
-  [%logger{12}#%M:%L] - %m%n``.
+- **5.x** (``rmq.client.logback.xml``, 5.1.0+) —
+  ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n``.
 
-Both print a wall clock of a configured zone (GMT+8 in the shipped configs); ``ts`` is stored in UTC.
+Lines carry a zone-less wall clock: GMT+8 in RocketMQ's logback patterns, the JVM's default zone in
+the 4.9 inner logger. The zone is a deployment setting; ``ts`` is stored in UTC.
 
 The templates are the ``log.info``/``log.warn`` format strings of the RocketMQ client (facts §2.2,
 §2.3, §5.3). The only wording change between 4.9.x and 5.x is the ``client `` prefix RIP-19 put
@@ -26,16 +28,17 @@ so ``.`` means the same on both, no look-around, no back-references.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType
+from pyspark.sql.types import ArrayType, DataType
 
 from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA, MESSAGE_QUEUE_TYPE
 
 # Same accepted forms as jobs.settings.IngestSettings.client_log_timezone.
-_FIXED_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
+_FIXED_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?\s*([+-])([0-9]{1,2})(?::?([0-9]{2}))?$")
 _ZERO_OFFSET_NAMES = frozenset({"UTC", "GMT", "UT", "Z"})
 
 
@@ -46,7 +49,7 @@ def fixed_offset_millis(zone: str) -> int | None:
     ``GMT-3``. Anything else (``Asia/Shanghai``) is a region id, left to the engine.
     """
     name = zone.strip()
-    if name.upper() in _ZERO_OFFSET_NAMES:
+    if name in _ZERO_OFFSET_NAMES:
         return 0
     match = _FIXED_OFFSET.match(name)
     if not match:
@@ -130,7 +133,8 @@ _TEMPLATES = (
     _Template(
         "PERSIST_OFFSET",
         r"^\[persistAll\] Group: ",
-        r"(?s)^\[persistAll\] Group: (.*?) ClientId: (.*?) updateConsumeOffsetToBroker (.*) ([^ ]*)$",
+        r"(?s)^\[persistAll\] Group: (.*?) ClientId: (.*?) "
+        r"updateConsumeOffsetToBroker (.*) ([^ ]*)$",
         {"group": 1, "clientId": 2, "messageQueue": 3, "offset": 4},
     ),
     _Template(
@@ -195,7 +199,9 @@ def _raw_name(field: str) -> str:
 def _whole_number(col: Column, type_name: str) -> Column:
     """``col`` as ``type_name`` when it is a plain decimal integer that fits, else null.
 
-    The regex gate keeps both engines alike: their casts differ on inputs such as ``12.5``.
+    The regex gate decides what a number is, not the engine's cast rules: a plain cast of ``4.5``
+    gives 4 on classic Spark without ANSI and fails on Sail, and ``try_cast`` takes `` 12`` and
+    ``+7``, which RocketMQ never prints.
     """
     return F.when(col.rlike(_WHOLE_NUMBER), col.try_cast(type_name))
 
@@ -212,17 +218,15 @@ def message_queue_struct(col: Column) -> Column:
     )
 
 
-def _by_event(cases: dict[str, Column], data_type) -> Column:
-    """The value for the current line's event; null for events not in ``cases``."""
-    result = None
-    for event, value in cases.items():
-        condition = F.col("event") == F.lit(event)
-        result = F.when(condition, value) if result is None else result.when(condition, value)
-    return result.otherwise(F.lit(None).cast(data_type)) if result is not None \
-        else F.lit(None).cast(data_type)
+def _by_event(cases: dict[str, Column], data_type: DataType | str) -> Column:
+    """The value for the line's ``event``; null (of ``data_type``) for events not in ``cases``."""
+    result = F.lit(None).cast(data_type)
+    for event, value in reversed(cases.items()):
+        result = F.when(F.col("event") == F.lit(event), value).otherwise(result)
+    return result
 
 
-def _with_header(zone: str):
+def _with_header(zone: str, keep_columns: tuple[str, ...]):
     def transform(df: DataFrame) -> DataFrame:
         line = F.regexp_replace(F.col("line"), r"[\r\n]+$", "")
         is_5x = line.rlike(_HEADER_5X)
@@ -244,7 +248,9 @@ def _with_header(zone: str):
         local_millis = (F.unix_millis(F.try_to_timestamp(part(1, 1), F.lit("yyyy-MM-dd HH:mm:ss")))
                         + F.when(millis == "", F.lit(0)).otherwise(millis.try_cast("long")))
         return df.select(
-            "*",
+            "_source_file",
+            "_line_no",
+            *keep_columns,
             wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
             part(3, 3).alias("level"),
             F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 5))
@@ -269,12 +275,16 @@ def _with_event(df: DataFrame) -> DataFrame:
 
 
 def _with_raw_fields(df: DataFrame) -> DataFrame:
-    """One string column per RocketMQ field name, taken with the pattern of the line's event."""
+    """One string column per RocketMQ field name, taken with the pattern of the line's event.
+
+    A field is null when the line's event does not print it or the line does not fit the pattern.
+    """
     fields = sorted({name for template in _TEMPLATES for name in template.fields})
     raw = []
     for name in fields:
-        cases = {template.event: F.regexp_extract(F.col("message"), template.pattern,
-                                                  template.fields[name])
+        cases = {template.event: F.when(F.col("message").rlike(template.pattern),
+                                        F.regexp_extract(F.col("message"), template.pattern,
+                                                         template.fields[name]))
                  for template in _TEMPLATES if name in template.fields}
         raw.append(_by_event(cases, "string").alias(_raw_name(name)))
     fits = _by_event({template.event: F.col("message").rlike(template.pattern)
@@ -282,7 +292,7 @@ def _with_raw_fields(df: DataFrame) -> DataFrame:
     return df.select("*", fits.alias("__fits"), *raw)
 
 
-def _typed_fields(df: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
+def _typed_fields(df: DataFrame) -> DataFrame:
     def raw(name: str) -> Column:
         return F.col(_raw_name(name))
 
@@ -336,9 +346,7 @@ def _typed_fields(df: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     ))
 
     return df.select(
-        *keep,
-        "_source_file", "_line_no", "ts", "event", "level", "thread", "logger", "pid",
-        "log_layout",
+        "*",
         group.alias("group"),
         raw("clientId").alias("client_id"),
         topic.alias("topic"),
@@ -359,13 +367,12 @@ def _typed_fields(df: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
         cid_all.alias("cid_all"),
         raw("msgId").alias("msg_id"),
         raw("storeHost").alias("store_host"),
-        "message",
         parse_error.alias("parse_error"),
     )
 
 
-def parse_client_log_lines(lines_df: DataFrame, zone: str,
-                           passthrough: tuple[str, ...] = ()) -> DataFrame:
+def parse_client_log_lines(lines_df: DataFrame, zone: str, *,
+                           keep_columns: Sequence[str] = ()) -> DataFrame:
     """Parse raw client-log lines into one ``CLIENT_LOG_EVENT_SCHEMA`` row per line.
 
     Input columns: ``_source_file`` string, ``_line_no`` long, ``line`` string (the raw line, CR
@@ -373,18 +380,34 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str,
     setting ``ingest.client_log_timezone``).
 
     ``event`` is null for a line that matches no template: other RocketMQ lines, stack-trace
-    continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``, ``level``
-    and ``message`` are still set whenever the line's header parsed. A line that matched a
-    template but whose values cannot be read keeps its event and gets a short ``parse_error``.
-    ``passthrough`` names input columns to keep in front (the ingest keeps ``line`` and
-    ``_folder_date`` for quarantine and reconciliation).
+    continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``,
+    ``level`` and ``message`` are still set whenever the line's header parsed. A line that matched a
+    template but whose values cannot be read keeps its event and gets a short ``parse_error``
+    (``invalid timestamp``, ``line does not fit the <EVENT> template``, ``non-numeric <field>``,
+    ``malformed MessageQueue set``, ``malformed MessageQueue``, ``malformed cidAll list``).
+
+    Column notes: ``thread`` and ``logger`` come from the header (a 4.9 line carries one of the
+    two); ``logger`` is the 5.x ``%logger{12}`` without ``#method:line``. ``queues`` is the
+    rebalance set, or the one queue of a persist / flow-control / add / remove line, with ``topic``
+    taken from that queue. ``send expire msg back`` prints no broker name (``store_host`` is the
+    store's address), so its queue is ``(topic, null, queueId)``; its ``topic`` is the message's,
+    which for a redelivered message is the original topic the client restored
+    (``resetRetryAndNamespace``) while ``queueId``/``queueOffset`` are of the ``%RETRY%`` queue.
+    ``offset`` is the persisted offset or the expired message's ``queueOffset``.
+
+    ``keep_columns`` names input columns to carry through unchanged after the schema's columns
+    (e.g. ``line`` for a quarantine's ``raw``), which saves a join back on the line key.
     """
+    keep = tuple(keep_columns)
+    clashes = sorted(set(keep) & set(CLIENT_LOG_EVENT_SCHEMA.fieldNames()))
+    if clashes:
+        raise ValueError(f"keep_columns may not name output columns: {', '.join(clashes)}")
     return (
         lines_df
-        .transform(_with_header(zone))
+        .transform(_with_header(zone, keep))
         .transform(_with_event)
         .transform(_with_raw_fields)
-        .transform(lambda df: _typed_fields(df, passthrough))
-        .select(*passthrough,
-                *[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA])
+        .transform(_typed_fields)
+        .select(*[F.col(field.name).cast(field.dataType) for field in CLIENT_LOG_EVENT_SCHEMA],
+                *keep)
     )
