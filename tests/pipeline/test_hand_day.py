@@ -4,6 +4,7 @@ import datetime as dt
 
 import pytest
 
+from jobs import lake
 from jobs.pipeline import bronze_frames, silver_frames
 from jobs.settings import Settings
 from tests.pipeline import hand_day_expected as E
@@ -11,9 +12,14 @@ from tests.pipeline.assertions import assert_bronze, assert_silver
 
 
 @pytest.fixture(scope="module")
-def bronze(spark):
+def bronze(spark, tmp_path_factory):
+    staging = tmp_path_factory.mktemp("lake")
+
+    def stage(df, name):  # the pipeline's own staging (Parquet), which needs no Delta
+        return lake.stage(spark, df, staging, "test-run", name)
+
     return bronze_frames(spark, E.HAND_DAY, E.RUN_DATE, Settings(), "test-run",
-                         dt.datetime(2025, 11, 22, 1, 0))
+                         dt.datetime(2025, 11, 22, 1, 0), stage)
 
 
 def test_bronze_counts_quarantine_and_events_match_the_hand_day(spark, bronze):
