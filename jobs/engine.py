@@ -63,7 +63,7 @@ def _apply_common_conf(spark: SparkSession) -> None:
 
 @contextmanager
 def _sail_session() -> Iterator[SparkSession]:
-    os.environ.setdefault("RUST_LOG", "warn")
+    os.environ.setdefault("RUST_LOG", "error")  # Sail logs INFO/WARN chatter to stderr
     try:
         from pysail.spark import SparkConnectServer
     except ImportError as exc:  # pragma: no cover - pysail is a dependency

@@ -1,9 +1,13 @@
-"""The Delta lake: ``<lake>/<layer>/<table>``, day partitions replaced with ``replaceWhere``.
+"""The Delta lake: ``<lake>/<layer>/<table>``, one partition per ``date``, replaced per run.
 
-Only what both engines share is used: ``format("delta")`` reads and writes, the
-``replaceWhere`` option and SQL ``CREATE TABLE … USING DELTA LOCATION``. Sail refuses
-``replaceWhere`` on a table that does not exist yet, so the first write of a table is a plain
-partitioned overwrite (the frame holds only the run's day, so the result is the same).
+Only what both engines share is used: ``format("delta")`` reads and writes, SQL ``DELETE`` and
+``CREATE TABLE … USING DELTA LOCATION``.
+
+Why a day is replaced with ``DELETE … WHERE date = D`` + append, not ``replaceWhere``: Sail 0.7.2
+fails ``replaceWhere`` on any table whose files hold an array column produced by an aggregate
+(``collect_set``…): "UnionExec/InterleaveExec requires all inputs to have the same data type"
+(tests/test_lake.py pins it). The two commits are not atomic: a reader between them sees the day
+missing, and a run killed between them leaves it missing until the rerun, which restores it.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, 
               run_date: dt.date) -> None:
     """Replace the ``date = run_date`` partition of ``layer.name`` with ``df`` (all of that day)."""
     path = table_path(lake, layer, name)
-    writer = df.write.format("delta").mode("overwrite").partitionBy("date")
     if table_exists(spark, path):
-        writer = writer.option("replaceWhere", f"date = '{run_date.isoformat()}'")
-    writer.save(path)
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE date = '{run_date.isoformat()}'").collect()
+        df.write.format("delta").mode("append").save(path)
+    else:
+        df.write.format("delta").mode("overwrite").partitionBy("date").save(path)
 
 
 def read_table(spark: SparkSession, lake: str | Path, layer: str, name: str) -> DataFrame:

@@ -10,11 +10,13 @@ COLUMNS = ["cluster", "group", "client_id", "ts", "topic", "sub_string", "expres
 
 
 def _explode_subscriptions(df: DataFrame, source: str) -> DataFrame:
+    # Fields are picked one by one rather than with inline(): the nested ``tags`` arrays of the
+    # two bronze tables can differ in their Parquet element name, which Sail refuses to union.
     return (df.where(F.col("subscriptions").isNotNull())
             .select("cluster", "group", "client_id", "ts", "date",
-                    F.inline("subscriptions"))
-            .select("cluster", "group", "client_id", "ts", "topic", "sub_string",
-                    "expression_type", F.lit(source).alias("source"), "date"))
+                    F.explode("subscriptions").alias("s"))
+            .select("cluster", "group", "client_id", "ts", "s.topic", "s.sub_string",
+                    "s.expression_type", F.lit(source).alias("source"), "date"))
 
 
 def build_client_subscriptions(connections_df: DataFrame, running_info_df: DataFrame) -> DataFrame:
