@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from jobs.simulate.cli import simulate_command
+
 
 class RocketlensError(click.ClickException):
     """A failure with a one-line, actionable message (exit 1)."""
@@ -30,6 +32,9 @@ class UsageProblem(RocketlensError):
 @click.version_option(package_name="rocketlens")
 def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
+
+
+main.add_command(simulate_command)
 
 
 def run_main() -> None:  # pragma: no cover - thin wrapper for console scripts
