@@ -144,6 +144,8 @@ class Flow:
             self.track.consumer_offset[i] = []
             self.track.owners[i] = []
         self._static_strings()
+        # queues of groups whose broker subscription table flips (facts §4)
+        self.flapping = [i for i, (g, mq) in enumerate(self.gq_keys) if (g, mq.broker_name) in cluster.sub_tables]
 
     # --- setup ---------------------------------------------------------------------------------
 
@@ -513,9 +515,11 @@ class Flow:
         return out
 
     def _reported(self, t: int) -> list[bool]:
-        if not self.cluster.sub_tables:
-            return [True] * len(self.gq_keys)
-        return [self.cluster.topic_reported(g, mq.broker_name, mq.topic, t) for g, mq in self.gq_keys]
+        reported = [True] * len(self.gq_keys)
+        for i in self.flapping:
+            g, mq = self.gq_keys[i]
+            reported[i] = self.cluster.topic_reported(g, mq.broker_name, mq.topic, t)
+        return reported
 
     def _mq_table(self, p: Process, ts: int, commit: list[int]) -> str:
         rows = []
