@@ -178,5 +178,14 @@ def demo(lake: Path, out: Path) -> None:
                engine="sail", remote=None, conf=None)
 
 
+def _register_commands() -> None:
+    from jobs.simulate.cli import simulate_command
+
+    main.add_command(simulate_command)
+
+
+_register_commands()
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

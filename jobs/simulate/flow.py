@@ -1,0 +1,614 @@
+"""Messages through the queues: production, consumption, commits, flow control, the expired-message
+cleaner, and the snapshots the collectors take (the offsets side of the simulator).
+
+State lives in numpy arrays over every (group, queue) pair and advances in steps: 60 s steps
+before the output window (state only), 5 s steps inside it (the client's persist period). Facts
+modelled (rocketmq-facts.md):
+
+- producers spread a topic's traffic round-robin (even) or by key hash (Zipf-skewed hot queues), §7;
+- a queue with no live owner is not consumed; a new owner starts from the broker's offset, §5.4;
+- the broker's consumer offset is what the owner persisted at its last 5 s persist, so it lags the
+  client's in-memory ``commitOffset``, §5.4;
+- the committed offset is the smallest in-flight offset: a hung message pins it while later
+  messages finish, until the span exceeds ``consumeConcurrentlyMaxSpan`` and pulls stop, §5.3;
+- the expired-message cleaner runs every ``consumeTimeout`` minutes from the consumer's start and
+  sends a message that started more than ``consumeTimeout`` ago back to ``%RETRY%``, releasing
+  the offset (``send expire msg back``), §5.3;
+- flow-control lines are sampled 1 in 1000 per consumer instance (a re-pull every 50 ms), §5.3;
+- ``[persistAll]`` lines every 5 s per owned queue, §2.3.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jobs.replay.reference import MessageQueue
+from jobs.simulate.cluster import DAY_MS, Cluster, Process, retry_topic
+from jobs.simulate.scenario import Scenario, parse_time_ms
+from jobs.simulate.writers import Clock, LandingFiles, log_line
+
+FINE_MS = 5_000  # persistConsumerOffsetInterval
+COARSE_MS = 60_000
+SNAPSHOT_PHASE_MS = 15_000  # the exporter's collection runs at second 15 of every minute (facts §8.2)
+FLOW_CONTROL_PER_S = 20  # a flow-controlled pull is retried every 50 ms
+MSG_BYTES = 1024
+ALLOCATE_CLASS = {
+    "AVG": "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely",
+    "AVG_BY_CIRCLE": "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle",
+    "CONSISTENT_HASH": "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueConsistentHash",
+}
+
+
+@dataclass
+class SlowMessage:
+    gq: int
+    at_ms: int
+    hang_ms: int
+    fault_index: int
+    started: bool = False
+    blocking_offset: int = -1
+    released_ms: int | None = None
+    release_kind: str = ""
+    owner: int = -1
+    max_span: int = 0
+    redelivery_risk: int = 0
+
+
+@dataclass
+class Track:
+    """Ground truth at every snapshot of the output window, for the truth file."""
+
+    snapshot_ts: list[int] = field(default_factory=list)
+    # per gq: lists aligned with snapshot_ts
+    emitted: dict[int, list[bool]] = field(default_factory=dict)
+    broker_offset: dict[int, list[int]] = field(default_factory=dict)
+    consumer_offset: dict[int, list[int]] = field(default_factory=dict)
+    owners: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
+
+
+class Flow:
+    def __init__(self, scenario: Scenario, cluster: Cluster, seed: int, clock: Clock,
+                 window: tuple[int, int], files: LandingFiles) -> None:
+        self.scenario = scenario
+        self.cluster = cluster
+        self.clock = clock
+        self.files = files
+        self.window = window
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+        self.cluster_name = scenario.cluster
+        # --- index: topic-queues (production) and group-queues (consumption) -----------------
+        self.tq_index: dict[MessageQueue, int] = {}
+        for mqs in cluster.mq_all.values():
+            for mq in mqs:
+                self.tq_index[mq] = len(self.tq_index)
+        self.gq_keys: list[tuple[str, MessageQueue]] = []
+        self.gq_index: dict[tuple[str, MessageQueue], int] = {}
+        self.group_topics: dict[str, list[str]] = {}
+        for group in scenario.groups:
+            members = [p for p in cluster.processes if p.group == group.name]
+            topics = []
+            for p in members:
+                topics += [t for t in p.topics if t not in topics and not t.startswith("%RETRY%")]
+            topics.append(retry_topic(group.name))
+            self.group_topics[group.name] = topics
+            for topic in topics:
+                for mq in cluster.mq_all[topic]:
+                    self.gq_index[(group.name, mq)] = len(self.gq_keys)
+                    self.gq_keys.append((group.name, mq))
+        n_tq, n_gq = len(self.tq_index), len(self.gq_keys)
+        self.gq_tq = np.array([self.tq_index[mq] for _, mq in self.gq_keys], dtype=np.int64)
+        self.tq_rate = np.zeros(n_tq)  # msgs per ms at diurnal factor 1
+        self.tq_diurnal = np.zeros(n_tq)
+        prng = np.random.Generator(np.random.PCG64(seed + 7))
+        for topic in scenario.topics:
+            mqs = cluster.mq_all[topic.name]
+            weights = self._weights(topic.producer, topic.skew, len(mqs), prng)
+            for mq, w in zip(mqs, weights):
+                self.tq_rate[self.tq_index[mq]] = topic.rate * w / 1000.0
+                self.tq_diurnal[self.tq_index[mq]] = topic.diurnal
+        self.prod = np.zeros(n_tq, dtype=np.int64)
+        for mq, i in self.tq_index.items():
+            if not mq.topic.startswith("%RETRY%"):
+                self.prod[i] = int(prng.integers(20_000, 8_000_000))
+        self.commit = self.prod[self.gq_tq].copy()
+        self.bco = self.commit.copy()
+        self.pulled = self.commit.copy()
+        self.pull_ahead = np.array([self.scenario.group(g).pull_threshold + 32 for g, _ in self.gq_keys],
+                                   dtype=np.int64)
+        self.hi = np.zeros(n_gq, dtype=np.int64)
+        self.pinned = np.zeros(n_gq, dtype=bool)
+        self.owner_n = np.zeros(n_gq, dtype=np.int64)
+        self.cap = np.zeros(n_gq)  # msgs per ms the owners can finish
+        self.last_consume = np.zeros(n_gq, dtype=np.int64)
+        self.prev_commit = self.commit.copy()
+        self.owners: list[list[int]] = [[] for _ in range(n_gq)]
+        self.proc_owned: list[dict[str, tuple[MessageQueue, ...]]] = [{} for _ in cluster.processes]
+        self.proc_gqs: list[list[int]] = [[] for _ in cluster.processes]
+        self.fc_counter = [0 for _ in cluster.processes]
+        self.span_counter = [0 for _ in cluster.processes]
+        self._set_rates()
+        self.slow = [SlowMessage(self.gq_index[(f.group, MessageQueue(f.topic, f.broker_name, f.queue_id))],
+                                 parse_time_ms(f.at), parse_time_ms(f.duration), i)
+                     for i, f in enumerate(scenario.faults) if f.kind == "slow_message"]
+        # the exporter's collection second plus its fixed run time; connections/running_info vary
+        self.offsets_phase_ms = int(prng.integers(100, 1000))
+        self.track = Track()
+        self.tracked = [i for i, (g, _) in enumerate(self.gq_keys) if g in self.tracked_groups()]
+        for i in self.tracked:
+            self.track.emitted[i] = []
+            self.track.broker_offset[i] = []
+            self.track.consumer_offset[i] = []
+            self.track.owners[i] = []
+        self._static_strings()
+        # queues of groups whose broker subscription table flips (facts §4)
+        self.flapping = [i for i, (g, mq) in enumerate(self.gq_keys) if (g, mq.broker_name) in cluster.sub_tables]
+
+    # --- setup ---------------------------------------------------------------------------------
+
+    def tracked_groups(self) -> set[str]:
+        return {g.name for g in self.scenario.groups if not g.name.startswith("GID_fill_")} | \
+            {f.group for f in self.scenario.faults}
+
+    @staticmethod
+    def _weights(producer: str, skew: float, n: int, rng: np.random.Generator) -> np.ndarray:
+        if producer == "hash":
+            # keys with Zipf popularity hashed onto queues: |key.hashCode() % n| (facts §7)
+            ranks = rng.permutation(n) + 1
+            w = 1.0 / ranks.astype(float) ** skew
+            w = 0.25 / n + 0.75 * w / w.sum()
+        else:
+            w = 1.0 + rng.uniform(-0.03, 0.03, n)  # per-thread round robin, random start
+        return w / w.sum()
+
+    def _set_rates(self) -> None:
+        """Default capacity: 4x the process's fair share of its topics' traffic, plus a floor."""
+        for p in self.cluster.processes:
+            members = [c for c in self.scenario.clients if c.group == p.group]
+            total = sum(self.scenario.topic(topic).rate / max(1, sum(topic in c.subscriptions for c in members))
+                        for topic in p.spec.subscriptions)
+            p.consume_rate = p.spec.consume_rate if p.spec.consume_rate else 4 * total + 20
+
+    def _static_strings(self) -> None:
+        c = self.cluster_name
+        self.off_mid = [f',"cluster":"{c}","group":"{g}","topic":"{mq.topic}","broker_name":"{mq.broker_name}",'
+                        f'"queue_id":{mq.queue_id},"broker_offset":' for g, mq in self.gq_keys]
+        self.mq_text = [str(mq) for _, mq in self.gq_keys]
+        self.conn_static: dict[tuple[int, str], str] = {}
+        self.ri_head: dict[int, str] = {}
+        for p in self.cluster.processes:
+            for broker in self.cluster.brokers:
+                self.conn_static[(p.idx, broker)] = (
+                    f'"cluster":"{c}","group":"{p.group}","client_id":"{p.client_id}",'
+                    f'"client_addr":"{p.addr}:{p.ports[broker]}","broker_name":"{broker}","language":"JAVA",'
+                    f'"version":"{p.client_version}","consume_type":"CONSUME_PASSIVELY",'
+                    f'"message_model":"CLUSTERING","consume_from_where":"CONSUME_FROM_LAST_OFFSET",')
+            group = self.scenario.group(p.group)
+            props = {
+                "adjustThreadPoolNumsThreshold": "100000",
+                "allocateMessageQueueStrategy": f"{ALLOCATE_CLASS[p.strategy]}@{(p.pid * 2654435761) % (1 << 31):x}",
+                "clientIP": p.ip, "consumeConcurrentlyMaxSpan": str(group.max_span),
+                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "consumeMessageBatchMaxSize": "1",
+                "consumeThreadMax": "20", "consumeThreadMin": "20", "consumeTimeout": str(group.consume_timeout),
+                "consumerGroup": p.group, "instanceName": p.client_id.split("@", 1)[1],
+                "maxReconsumeTimes": "-1", "messageModel": "CLUSTERING",
+                "namesrvAddr": "10.0.9.2:9876;10.0.9.3:9876", "pullBatchSize": "32", "pullInterval": "0",
+                "pullThresholdForQueue": str(group.pull_threshold), "pullThresholdForTopic": "-1",
+                "pullThresholdSizeForQueue": "100", "pullThresholdSizeForTopic": "-1",
+                "unitMode": "false", "PROP_CLIENT_VERSION": p.client_version,
+                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_CONSUMEORDERLY": "false",
+                "PROP_CONSUMER_START_TIMESTAMP": str(self.clock.epoch(p.start_ms)),
+                "PROP_NAMESERVER_ADDR": "10.0.9.2:9876;10.0.9.3:9876;", "PROP_THREADPOOL_CORE_SIZE": "20",
+            }
+            self.ri_head[p.idx] = (f'"cluster":"{c}","group":"{p.group}","client_id":"{p.client_id}",'
+                                   f'"properties":{json.dumps(props, sort_keys=True, separators=(",", ":"))},')
+
+    def _subs(self, p: Process) -> str:
+        parts = []
+        for t in p.topics:
+            sv = self.clock.epoch(self.cluster.sub_versions.get((p.idx, t), p.start_ms))
+            parts.append(f'{{"topic":"{t}","sub_string":"*","expression_type":"TAG","tags":[],"sub_version":{sv}}}')
+        return "[" + ",".join(parts) + "]"
+
+    # --- ownership ------------------------------------------------------------------------------
+
+    def apply_change(self, ch) -> None:
+        p = self.cluster.processes[ch.process]
+        before = self.proc_owned[p.idx].get(ch.topic, ())
+        after = ch.queues
+        gone = [mq for mq in before if mq not in set(after)]
+        new = [mq for mq in after if mq not in set(before)]
+        for mq in gone:
+            i = self.gq_index[(p.group, mq)]
+            self.owners[i].remove(p.idx)
+            if not ch.dead:
+                self.bco[i] = self.commit[i]  # removeUnnecessaryMessageQueue persists first (facts §2.5)
+            if not self.owners[i]:
+                self.pinned[i] = False
+        for mq in new:
+            i = self.gq_index[(p.group, mq)]
+            if not self.owners[i]:
+                self.commit[i] = self.bco[i]  # start from the broker's offset (facts §5.4)
+                self.pulled[i] = self.bco[i]
+            self.owners[i].append(p.idx)
+        if after:
+            self.proc_owned[p.idx][ch.topic] = after
+        else:
+            self.proc_owned[p.idx].pop(ch.topic, None)
+        self.proc_gqs[p.idx] = sorted(self.gq_index[(p.group, mq)]
+                                      for mqs in self.proc_owned[p.idx].values() for mq in mqs)
+        touched = set(self.proc_gqs[p.idx]) | {self.gq_index[(p.group, mq)] for mq in gone}
+        for i in touched:
+            self.owner_n[i] = len(self.owners[i])
+            self.cap[i] = sum(self._per_queue_cap(o) for o in self.owners[i])
+        for o in {o for i in touched for o in self.owners[i]}:
+            for i in self.proc_gqs[o]:
+                self.cap[i] = sum(self._per_queue_cap(x) for x in self.owners[i])
+
+    def _per_queue_cap(self, proc: int) -> float:
+        n = max(1, len(self.proc_gqs[proc]))
+        return self.cluster.processes[proc].consume_rate / n / 1000.0
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def step_times(self) -> list[int]:
+        start = min([p.start_ms for p in self.cluster.processes] + [self.window[0] - 180_000])
+        start = max(start, -DAY_MS) - COARSE_MS
+        t = (start - SNAPSHOT_PHASE_MS) // COARSE_MS * COARSE_MS + SNAPSHOT_PHASE_MS
+        fine_from = self.window[0] - 180_000
+        end = self.window[1] + FINE_MS
+        times = []
+        while t < end:
+            times.append(t)
+            t += COARSE_MS if t < fine_from else FINE_MS
+        return times
+
+    def run(self) -> None:
+        times = self.step_times()
+        changes = self.cluster.changes
+        ci = 0
+        events = self.cluster.log_events
+        ei = 0
+        snaps = [t for t in times if (t - SNAPSHOT_PHASE_MS) % COARSE_MS == 0]
+        self.hist = np.zeros((len(snaps) + 1, len(self.prod)), dtype=np.int64)
+        self.hist_t = np.array(snaps + [snaps[-1] + COARSE_MS], dtype=np.int64)
+        self.hist_n = 0
+        self.ptr = np.zeros(len(self.gq_keys), dtype=np.int64)
+        out_from = max(self.window[0], -120_000) if self.window[0] == 0 else self.window[0]
+        prev = times[0] - COARSE_MS
+        for t in times:
+            dt_ms = t - prev
+            fine = dt_ms == FINE_MS
+            in_out = out_from <= t < self.window[1]
+            owned = self.owner_n > 0
+            # 1. the owners' persist during the step: the broker learns the commit of the step start
+            self.bco = np.where(owned, self.commit, self.bco)
+            # 2. production
+            hour = ((t % DAY_MS) / 3_600_000.0)
+            wave = 1.0 + self.tq_diurnal * math.cos(2 * math.pi * (hour - 6.0) / 24.0)
+            self.prod += self.rng.poisson(self.tq_rate * wave * dt_ms)
+            # 3. rebalance results and deaths up to t
+            while ci < len(changes) and changes[ci].t <= t:
+                self.apply_change(changes[ci])
+                ci += 1
+            owned = self.owner_n > 0
+            # 4. hung messages
+            step_logs: list[tuple[int, int, str]] = []
+            for s in self.slow:
+                self._slow_step(s, t, prev, step_logs)
+            # 5. consumption
+            avail = self.prod[self.gq_tq]
+            budget = (self.cap * dt_ms).astype(np.int64)
+            free = owned & ~self.pinned
+            new_commit = np.minimum(avail, self.commit + budget)
+            moved = free & (new_commit > self.commit)
+            self.last_consume = np.where(moved, t, self.last_consume)
+            self.commit = np.where(free, new_commit, self.commit)
+            backlog = avail - self.commit
+            # the client pulls ahead of its commit up to pullThresholdForQueue (+ one batch of 32)
+            self.pulled = np.where(free, np.minimum(avail, self.commit + self.pull_ahead), self.pulled)
+            if self.pinned.any():
+                self._pinned_step(t, avail, budget)
+            if in_out and fine:
+                self._flow_control_logs(t, dt_ms, backlog, owned, step_logs)
+            # 6. snapshots
+            if (t - SNAPSHOT_PHASE_MS) % COARSE_MS == 0:
+                self._history(t)
+                if in_out:
+                    self._snapshot(t)
+            # 7. client log lines of this step
+            while ei < len(events) and events[ei].t <= t:
+                e = events[ei]
+                ei += 1
+                if out_from <= e.t < self.window[1]:
+                    step_logs.extend(self._format_event(e))
+            if in_out and fine:
+                self._persist_lines(t, step_logs)
+            if step_logs:
+                self._flush_logs(step_logs)
+            prev = t
+
+    # --- slow message (facts §5.3) ---------------------------------------------------------------
+
+    def _slow_step(self, s: SlowMessage, t: int, prev: int, logs: list) -> None:
+        if not s.started and s.at_ms <= t:
+            if not self.owners[s.gq]:
+                s.started = True
+                s.release_kind = "no_owner"
+                return
+            s.started = True
+            s.owner = self.owners[s.gq][0]
+            s.blocking_offset = int(self.commit[s.gq])
+            self.pinned[s.gq] = True
+            self.hi[s.gq] = s.blocking_offset + 1
+            return
+        if not s.started or s.released_ms is not None or not self.pinned[s.gq]:
+            return
+        p = self.cluster.processes[s.owner]
+        timeout_ms = self.scenario.group(p.group).consume_timeout * 60_000
+        # cleaner ticks: start + k * consumeTimeout, k >= 1 (scheduleAtFixedRate, initial delay = period)
+        k = max(1, -(-(s.at_ms + timeout_ms + 1 - p.start_ms) // timeout_ms))
+        tick = p.start_ms + k * timeout_ms
+        finish = s.at_ms + s.hang_ms
+        release = min(tick, finish)
+        if release > t:
+            span = int(self.hi[s.gq]) - 1 - s.blocking_offset
+            s.max_span = max(s.max_span, span)
+            return
+        s.released_ms = release
+        s.release_kind = "expired_cleaner" if tick <= finish else "listener_returned"
+        s.redelivery_risk = int(self.hi[s.gq]) - 1 - s.blocking_offset
+        self.pinned[s.gq] = False
+        self.commit[s.gq] = self.hi[s.gq]  # msgTreeMap empty -> queueOffsetMax + 1
+        self.last_consume[s.gq] = release
+        if s.release_kind == "expired_cleaner":
+            group, mq = self.gq_keys[s.gq]
+            retry = self.tq_index[MessageQueue(retry_topic(group), mq.broker_name, 0)]
+            self.prod[retry] += 1  # sent back to %RETRY%<group> with delay level 3
+            if self.window[0] <= release < self.window[1]:
+                ip = self.cluster.broker_ip[mq.broker_name]
+                host_hex = "".join(f"{int(x):02X}" for x in ip.split("."))
+                msg_id = f"{host_hex}00002A9F{s.blocking_offset * MSG_BYTES:016X}"
+                text = (f"send expire msg back. topic={mq.topic}, msgId={msg_id}, storeHost={ip}:10911, "
+                        f"queueId={mq.queue_id}, queueOffset={s.blocking_offset}")
+                logs.append((release, s.owner, log_line(self.clock, release, "INFO", "CleanExpireMsgScheduledThread_1",
+                                                         text, is_5x=p.is_5x, pid=p.pid, line_no=361)))
+
+    def _pinned_step(self, t: int, avail: np.ndarray, budget: np.ndarray) -> None:
+        idx = np.nonzero(self.pinned)[0]
+        for i in idx:
+            group = self.gq_keys[i][0]
+            limit = self.commit[i] + self.scenario.group(group).max_span + 32
+            new_hi = min(int(avail[i]), int(self.hi[i] + budget[i]), int(limit))
+            if new_hi > self.hi[i]:
+                self.last_consume[i] = t
+                self.hi[i] = new_hi
+            self.pulled[i] = self.hi[i]
+
+    def _flow_control_logs(self, t: int, dt_ms: int, backlog: np.ndarray, owned: np.ndarray,
+                           logs: list) -> None:
+        per_step = FLOW_CONTROL_PER_S * dt_ms // 1000
+        span_fc = [i for i in np.nonzero(self.pinned)[0]
+                   if self.hi[i] - 1 - self.commit[i] > self.scenario.group(self.gq_keys[i][0]).max_span]
+        count_fc = np.nonzero(owned & ~self.pinned & (backlog > self.pull_ahead - 32))[0]
+        for kind, queues in (("span", span_fc), ("count", count_fc)):
+            by_proc: dict[int, list[int]] = {}
+            for i in queues:
+                by_proc.setdefault(self.owners[i][0], []).append(int(i))
+            for proc, gqs in sorted(by_proc.items()):
+                counters = self.span_counter if kind == "span" else self.fc_counter
+                old = counters[proc]
+                counters[proc] = old + per_step * len(gqs)
+                for m in range(old // 1000 + 1, counters[proc] // 1000 + 1):
+                    times = m * 1000
+                    frac = (times - old) / (counters[proc] - old)
+                    when = t - dt_ms + int(frac * dt_ms)
+                    i = gqs[m % len(gqs)]
+                    logs.append((when, proc, self._fc_line(kind, proc, i, when, times - 1000 if times else 0)))
+
+    def _fc_line(self, kind: str, proc: int, i: int, when: int, times: int) -> str:
+        p = self.cluster.processes[proc]
+        group = self.scenario.group(p.group)
+        lo = int(self.commit[i])
+        hi = int(self.hi[i] - 1) if self.pinned[i] else int(self.pulled[i] - 1)
+        pull = (f"PullRequest [consumerGroup={p.group}, messageQueue={self.mq_text[i]}, "
+                f"nextOffset={hi + 1}]")
+        if kind == "span":
+            text = (f"the queue's messages, span too long, so do flow control, minOffset={lo}, maxOffset={hi}, "
+                    f"maxSpan={group.max_span}, pullRequest={pull}, flowControlTimes={times}")
+        else:
+            count = hi - lo + 1
+            text = (f"the cached message count exceeds the threshold {group.pull_threshold}, so do flow control, "
+                    f"minOffset={lo}, maxOffset={hi}, count={count}, size={count * MSG_BYTES / 1048576:.6f} MiB, "
+                    f"pullRequest={pull}, flowControlTimes={times}")
+        return log_line(self.clock, when, "WARN", "PullMessageService", text, is_5x=p.is_5x, pid=p.pid,
+                        line_no=287)
+
+    # --- snapshots ----------------------------------------------------------------------------------
+
+    def _history(self, t: int) -> None:
+        self.hist[self.hist_n] = self.prod
+        self.hist_n += 1
+
+    def _last_timestamps(self, co: np.ndarray) -> np.ndarray:
+        """Store time of the message at consumerOffset-1 (facts §5.1), from the minute history."""
+        target = co - 1
+        n = self.hist_n
+        tq = self.gq_tq
+        while True:
+            nxt = np.minimum(self.ptr + 1, n - 1)
+            step = (nxt > self.ptr) & (self.hist[nxt, tq] <= target)
+            if not step.any():
+                break
+            self.ptr = np.where(step, nxt, self.ptr)
+        lo = self.hist[self.ptr, tq]
+        hi_i = np.minimum(self.ptr + 1, n - 1)
+        hi = self.hist[hi_i, tq]
+        frac = np.where(hi > lo, (target - lo) / np.maximum(hi - lo, 1), 0.0)
+        when = self.hist_t[self.ptr] + (np.clip(frac, 0, 1) * (self.hist_t[hi_i] - self.hist_t[self.ptr]))
+        ts = self.clock.day_ms + when.astype(np.int64) - 3
+        return np.where(co > 0, ts, 0)
+
+    def _snapshot(self, t: int) -> None:
+        clock = self.clock
+        ts_off = t + self.offsets_phase_ms
+        cl = self.cluster
+        # offsets: one row per group x queue the broker reports (facts §5.1)
+        owner_ip = self._owner_ips()
+        bo = self.prod[self.gq_tq].tolist()
+        co = self.bco.tolist()
+        pull = np.maximum(self.bco, self.pulled).tolist()
+        last = self._last_timestamps(self.bco).tolist()
+        e_ts = clock.epoch(ts_off)
+        reported = self._reported(ts_off)
+        lines = [f'{{"ts":{e_ts}{self.off_mid[i]}{bo[i]},"consumer_offset":{co[i]},"pull_offset":{pull[i]},'
+                 f'"last_timestamp":{last[i]},"client_ip":{owner_ip[i]}}}'
+                 for i in range(len(self.gq_keys)) if reported[i]]
+        name = "part-00000.jsonl.gz" if ts_off % DAY_MS < DAY_MS // 2 else "part-00001.jsonl"
+        self.files.write_lines("offsets", ts_off, name, lines)
+        # ground truth for the truth file
+        self.track.snapshot_ts.append(ts_off)
+        for i in self.tracked:
+            self.track.emitted[i].append(bool(reported[i]))
+            self.track.broker_offset[i].append(bo[i])
+            self.track.consumer_offset[i].append(co[i])
+            self.track.owners[i].append(tuple(self.owners[i]))
+        # connections: one row per group x broker x channel (consumerConnection, facts §6.3)
+        ts_conn = t + int(self.rng.integers(200, 2600))
+        iso = clock.iso_z(ts_conn)
+        conn = []
+        for group in self.scenario.groups:
+            for ch in cl.channels_at(group.name, None, ts_conn):
+                p = ch.process
+                lu = clock.epoch(p.last_heartbeat(min(ts_conn, p.stop_ms - 1) if p.stop_ms else ts_conn))
+                conn.append(f'{{"ts":"{iso}",{self.conn_static[(p.idx, ch.broker)]}'
+                            f'"last_update_timestamp":{lu},"subscriptions":{self._subs(p)}}}')
+        self.files.write_lines("connections", ts_conn, "part-00000.jsonl", conn)
+        # running_info: per client id, answered by its first channel (facts §3, §6.1)
+        ts_ri = t + int(self.rng.integers(2600, 5000))
+        iso8 = clock.iso_gmt8(ts_ri)
+        ri = []
+        commit = self.commit.tolist()
+        for group in self.scenario.groups:
+            for p in self.running_info_processes(group.name, ts_ri):
+                ri.append(f'{{"ts":"{iso8}",{self.ri_head[p.idx]}"subscriptions":{self._subs(p)},'
+                          f'"mq_table":{self._mq_table(p, ts_ri, commit)},"status_table":{self._status(p)}}}')
+        self.files.write_lines("running_info", ts_ri, "part-00000.jsonl", ri)
+        self.prev_commit = self.commit.copy()
+
+    def running_info_processes(self, group: str, t: int) -> list[Process]:
+        seen: dict[str, Process] = {}
+        broker = self.cluster.brokers[0]
+        for ch in self.cluster.channels_at(group, broker, t):
+            if ch.process.client_id not in seen:
+                seen[ch.process.client_id] = ch.process
+        return [p for p in seen.values() if p.alive(t)]
+
+    def _owner_ips(self) -> list[str]:
+        """consumerProgress -s: the owner's IP from the running infos (last writer wins), else N/A."""
+        out = []
+        for owners in self.owners:
+            out.append(f'"{self.cluster.processes[owners[-1]].ip}"' if owners else '"N/A"')
+        return out
+
+    def _reported(self, t: int) -> list[bool]:
+        reported = [True] * len(self.gq_keys)
+        for i in self.flapping:
+            g, mq = self.gq_keys[i]
+            reported[i] = self.cluster.topic_reported(g, mq.broker_name, mq.topic, t)
+        return reported
+
+    def _mq_table(self, p: Process, ts: int, commit: list[int]) -> str:
+        rows = []
+        epoch = self.clock.epoch
+        for i in self.proc_gqs[p.idx]:
+            _, mq = self.gq_keys[i]
+            c = commit[i]
+            if self.pinned[i]:
+                lo, hi, count = c, int(self.hi[i]) - 1, 1
+            else:
+                cached = int(self.pulled[i]) - c
+                lo, hi, count = (c, c + cached - 1, cached) if cached > 0 else (0, 0, 0)
+            size = count * MSG_BYTES // 1048576
+            lc = epoch(int(self.last_consume[i])) if self.last_consume[i] else 0
+            rows.append(
+                f'{{"topic":"{mq.topic}","broker_name":"{mq.broker_name}","queue_id":{mq.queue_id},'
+                f'"commit_offset":{c},"cached_msg_min_offset":{lo},"cached_msg_max_offset":{hi},'
+                f'"cached_msg_count":{count},"cached_msg_size_mib":{size},"transaction_msg_min_offset":0,'
+                f'"transaction_msg_max_offset":0,"transaction_msg_count":0,"locked":false,"try_unlock_times":0,'
+                f'"last_lock_timestamp":0,"dropped":false,"last_pull_timestamp":{epoch(ts - 37)},'
+                f'"last_consume_timestamp":{lc}}}')
+        return "[" + ",".join(rows) + "]"
+
+    def _status(self, p: Process) -> str:
+        rows = []
+        for topic in p.topics:
+            gqs = [i for i in self.proc_gqs[p.idx] if self.gq_keys[i][1].topic == topic]
+            done = sum(int(self.commit[i] - self.prev_commit[i]) for i in gqs)
+            tps = max(0.0, done / 60.0)
+            rows.append(f'{{"topic":"{topic}","pull_rt":{1.2 + (p.pid % 7) / 10:.1f},"pull_tps":{tps:.2f},'
+                        f'"consume_rt":{3.0 + (p.pid % 5):.1f},"consume_ok_tps":{tps:.2f},'
+                        f'"consume_failed_tps":0.0,"consume_failed_msgs":0}}')
+        return "[" + ",".join(rows) + "]"
+
+    # --- client logs ----------------------------------------------------------------------------------
+
+    def _persist_lines(self, t: int, logs: list) -> None:
+        bco = self.bco
+        for p in self.cluster.processes:
+            if not p.log_persist or not p.alive(t) or not self.proc_gqs[p.idx]:
+                continue
+            when = t - FINE_MS + p.persist_phase_ms
+            if when < self.window[0]:
+                continue
+            head = log_line(self.clock, when, "INFO", "MQClientFactoryScheduledThread",
+                            f"[persistAll] Group: {p.group} ClientId: {p.client_id} updateConsumeOffsetToBroker ",
+                            is_5x=p.is_5x, pid=p.pid, line_no=120)
+            for i in self.proc_gqs[p.idx]:
+                logs.append((when, p.idx, f"{head}{self.mq_text[i]} {bco[i]}"))
+
+    def _format_event(self, e) -> list[tuple[int, int, str]]:
+        p = self.cluster.processes[e.process]
+        clock = self.clock
+        out = []
+
+        def line(t: int, level: str, thread: str, text: str, no: int) -> None:
+            out.append((t, p.idx, log_line(clock, t, level, thread, text, is_5x=p.is_5x, pid=p.pid, line_no=no)))
+
+        if e.kind == "rebalance":
+            for mq in e.data["removed"]:
+                line(e.t, "INFO", "RebalanceService", f"doRebalance, {p.group}, remove unnecessary mq, {mq}", 424)
+            for mq in e.data["added"]:
+                line(e.t, "INFO", "RebalanceService", f"doRebalance, {p.group}, add a new mq, {mq}", 467)
+            prefix = "client rebalanced" if p.is_5x else "rebalanced"
+            result = "[" + ", ".join(str(mq) for mq in e.data["result"]) + "]"
+            line(e.t, "INFO", "RebalanceService",
+                 f"{prefix} result changed. allocateMessageQueueStrategyName={p.strategy}, group={p.group}, "
+                 f"topic={e.data['topic']}, clientId={p.client_id}, mqAllSize={e.data['mq_all_size']}, "
+                 f"cidAllSize={e.data['cid_all_size']}, rebalanceResultSize={len(e.data['result'])}, "
+                 f"rebalanceResultSet={result}", 302)
+        elif e.kind == "bug_not_in_cid_all":
+            line(e.t, "INFO", "RebalanceService", f"[BUG] ConsumerGroup: {p.group} The consumerId: {p.client_id} "
+                 f"not in cidAll: [{', '.join(e.data['cid_all'])}]", 48)
+        elif e.kind == "notify":
+            line(e.t, "INFO", "NettyClientPublicExecutor_1", f"receive broker's notification[{e.data['addr']}], "
+                 f"the consumer group: {p.group} changed, rebalance immediately", 194)
+        elif e.kind == "persist_removed":
+            for mq in e.data["queues"]:
+                i = self.gq_index[(p.group, mq)]
+                line(e.t, "INFO", "main", f"[persist] Group: {p.group} ClientId: {p.client_id} "
+                     f"updateConsumeOffsetToBroker {mq} {self.commit[i]}", 147)
+        return out
+
+    def _flush_logs(self, logs: list[tuple[int, int, str]]) -> None:
+        by_host: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
+        procs = self.cluster.processes
+        for t, proc, text in logs:
+            folder = self.clock.folder_date(t).toordinal()
+            by_host.setdefault((procs[proc].host, folder), []).append((t, proc, text))
+        for (host, _), rows in sorted(by_host.items()):
+            rows.sort(key=lambda r: r[0])
+            self.files.write_log(host, rows[0][0], [r[2] for r in rows])

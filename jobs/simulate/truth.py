@@ -1,0 +1,323 @@
+"""``_truth.json``: every injected fault with its exact queues, clients and time window, and the
+findings the detectors should report for it, in the DESIGN.md §4 gold shapes.
+
+The findings are read off the simulation's ground truth (who really owned each queue at each
+offsets snapshot, what the broker reported) with the DESIGN.md §5 rules and default thresholds:
+an orphan or double-owned episode is a run of consecutive snapshots (gaps of up to
+``max_snapshot_gap`` carry the state over) whose first and last snapshot are ``orphan_min_duration``
+or more apart; a stuck episode is a run with the same committed offset and lag > 0 lasting
+``stuck_min_duration``. ``first_seen``/``last_seen``/``stuck_since`` are those snapshots' ``ts``.
+Every episode is attributed to the fault that caused it; anything the simulation produced that no
+fault explains is listed under ``unexplained`` (the built-in scenarios have none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobs.replay.reference import MessageQueue, allocate_all, sorted_cid_all
+from jobs.simulate.cluster import Cluster
+from jobs.simulate.flow import Flow
+from jobs.simulate.scenario import Fault, Scenario, parse_time_ms
+from jobs.simulate.writers import Clock
+
+ORPHAN_MIN_MS = 120_000
+STUCK_MIN_MS = 300_000
+MAX_GAP_MS = 300_000
+CRITICAL_LAG = 10_000
+CRITICAL_MS = 30 * 60_000
+WHATIF_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
+ORPHAN_CAUSE = {"duplicate_client_id": "DUPLICATE_CLIENT_ID",
+                "subscription_inconsistent": "SUBSCRIPTION_INCONSISTENT",
+                "strategy_inconsistent": "STRATEGY_INCONSISTENT", "consumer_crash": "REBALANCE_GAP"}
+CAUSE_ORDER = ["DUPLICATE_CLIENT_ID", "SUBSCRIPTION_INCONSISTENT", "STRATEGY_INCONSISTENT",
+               "CLIENT_NOT_IN_CID_ALL", "NO_LIVE_CONSUMER", "REBALANCE_GAP", "UNKNOWN"]
+
+
+@dataclass
+class Episode:
+    kind: str  # orphan | double | stuck
+    gq: int
+    first: int  # snapshot index
+    last: int
+
+
+def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, seed: int,
+                window: tuple[int, int]) -> dict:
+    tr = flow.track
+    ts = tr.snapshot_ts
+    episodes: list[Episode] = []
+    for gq in flow.tracked:
+        episodes += _runs(gq, ts, tr, "orphan", lambda k: not tr.owners[gq][k])
+        episodes += _runs(gq, ts, tr, "double", lambda k: len(tr.owners[gq][k]) >= 2)
+        episodes += _stuck_runs(gq, ts, tr)
+    episodes = [e for e in episodes if _keep(e, ts, tr)]
+    faults_out = []
+    claimed: set[int] = set()
+    for fi, fault in enumerate(scenario.faults):
+        entry = _fault_entry(fi, fault, scenario, cluster, flow, clock, window, episodes, claimed)
+        faults_out.append(entry)
+    unexplained = [_episode_row(e, flow, clock, None, cluster) for i, e in enumerate(episodes) if i not in claimed]
+    return {"scenario": scenario.name, "seed": seed, "date": clock.day.isoformat(),
+            "window": {"start": clock.iso_z(window[0]), "end": clock.iso_z(window[1])},
+            "thresholds": {"orphan_min_duration_seconds": ORPHAN_MIN_MS // 1000,
+                           "stuck_min_duration_seconds": STUCK_MIN_MS // 1000,
+                           "max_snapshot_gap_seconds": MAX_GAP_MS // 1000,
+                           "critical_lag": CRITICAL_LAG, "critical_minutes": CRITICAL_MS // 60_000},
+            "faults": faults_out, "unexplained": unexplained}
+
+
+# --- episodes --------------------------------------------------------------------------------------
+
+def _runs(gq: int, ts: list[int], tr, kind: str, flag) -> list[Episode]:
+    out, start, last = [], None, None
+    for k in range(len(ts)):
+        if not tr.emitted[gq][k]:
+            continue
+        if last is not None and ts[k] - ts[last] > MAX_GAP_MS:
+            if start is not None:
+                out.append(Episode(kind, gq, start, last))
+            start = None
+        if flag(k):
+            if start is None:
+                start = k
+        elif start is not None:
+            out.append(Episode(kind, gq, start, last))
+            start = None
+        last = k
+    if start is not None:
+        out.append(Episode(kind, gq, start, last))
+    return out
+
+
+def _stuck_runs(gq: int, ts: list[int], tr) -> list[Episode]:
+    out, start, last = [], None, None
+    co, bo = tr.consumer_offset[gq], tr.broker_offset[gq]
+    for k in range(len(ts)):
+        if not tr.emitted[gq][k]:
+            continue
+        lagging = bo[k] > co[k]
+        gap = last is not None and ts[k] - ts[last] > MAX_GAP_MS
+        same = start is not None and not gap and co[k] == co[start]
+        if start is not None and not (same and lagging):
+            out.append(Episode("stuck", gq, start, last))
+            start = None
+        if start is None and lagging:
+            start = k
+        last = k
+    if start is not None:
+        out.append(Episode("stuck", gq, start, last))
+    return out
+
+
+def _keep(e: Episode, ts: list[int], tr) -> bool:
+    span = ts[e.last] - ts[e.first]
+    if e.kind == "stuck":
+        return span >= STUCK_MIN_MS
+    if span < ORPHAN_MIN_MS:
+        return False
+    if e.kind == "orphan":
+        bo, co = tr.broker_offset[e.gq], tr.consumer_offset[e.gq]
+        ks = range(e.first, e.last + 1)
+        return any(bo[k] > co[k] for k in ks) or bo[e.last] > bo[e.first]
+    return True
+
+
+def _severity(cause: str, lag_end: int, span_ms: int) -> str:
+    if cause == "REBALANCE_GAP":
+        return "INFO"
+    return "CRITICAL" if lag_end >= CRITICAL_LAG or span_ms >= CRITICAL_MS else "WARN"
+
+
+def _episode_row(e: Episode, flow: Flow, clock: Clock, cause: str | None, cluster: Cluster,
+                 **extra) -> dict:
+    tr = flow.track
+    group, mq = flow.gq_keys[e.gq]
+    ts = tr.snapshot_ts
+    span = ts[e.last] - ts[e.first]
+    lag_start = max(0, tr.broker_offset[e.gq][e.first] - tr.consumer_offset[e.gq][e.first])
+    lag_end = max(0, tr.broker_offset[e.gq][e.last] - tr.consumer_offset[e.gq][e.last])
+    row = {"group": group, "topic": mq.topic, "broker_name": mq.broker_name, "queue_id": mq.queue_id}
+    cause = cause or "UNKNOWN"
+    if e.kind == "orphan":
+        row |= {"first_seen": clock.iso_z(ts[e.first]), "last_seen": clock.iso_z(ts[e.last]),
+                "orphaned_minutes": round(span / 60_000, 3), "lag_start": lag_start, "lag_end": lag_end,
+                "root_cause": cause, "would_be_owner": extra.get("would_be_owner")}
+    elif e.kind == "double":
+        owners = sorted(cluster.processes[p].client_id for p in tr.owners[e.gq][e.first])
+        row |= {"owners": owners, "first_seen": clock.iso_z(ts[e.first]), "last_seen": clock.iso_z(ts[e.last]),
+                "minutes": round(span / 60_000, 3), "root_cause": cause}
+    else:
+        owners = tr.owners[e.gq][e.first]
+        row |= {"owner": cluster.processes[owners[0]].client_id if owners else None,
+                "stuck_since": clock.iso_z(ts[e.first]), "last_seen": clock.iso_z(ts[e.last]),
+                "stuck_minutes": round(span / 60_000, 3),
+                "committed_offset": tr.consumer_offset[e.gq][e.first], "lag_end": lag_end,
+                "blocking_offset": extra.get("blocking_offset"), "flow_controlled": extra.get("flow_controlled", False),
+                "redelivery_risk": extra.get("redelivery_risk", 0), "released_at": extra.get("released_at"),
+                "root_cause": cause}
+    row["severity"] = _severity(cause, lag_end if e.kind != "double" else 0, span)
+    return row
+
+
+# --- faults ----------------------------------------------------------------------------------------
+
+def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock,
+                 window: tuple[int, int], episodes: list[Episode], claimed: set[int]) -> dict:
+    procs = [p for p in cluster.processes if p.spec.name in fault.clients]
+    start, end = _fault_window(fault, cluster, flow, window)
+    orphaned, double, stuck, events, whatif = [], [], [], [], []
+    queues: list[MessageQueue] = []
+    ts = flow.track.snapshot_ts
+    for i, e in enumerate(episodes):
+        group, mq = flow.gq_keys[e.gq]
+        if i in claimed or group != fault.group:
+            continue
+        if ts[e.last] < start - 60_000 or ts[e.first] > end + 60_000:
+            continue
+        if fault.topic and fault.kind != "slow_message" and mq.topic != fault.topic and e.kind == "orphan":
+            continue
+        if fault.kind == "slow_message":
+            s = next(s for s in flow.slow if s.fault_index == fi)
+            if e.kind != "stuck" or e.gq != s.gq:
+                continue
+            claimed.add(i)
+            stuck.append(_episode_row(e, flow, clock, "SLOW_MESSAGE", cluster, blocking_offset=s.blocking_offset,
+                                      flow_controlled=s.max_span >= scenario.group(group).max_span,
+                                      redelivery_risk=s.redelivery_risk,
+                                      released_at=clock.iso_z(s.released_ms) if s.released_ms is not None else None))
+            queues.append(mq)
+            continue
+        cause = ORPHAN_CAUSE.get(fault.kind)
+        if cause is None:
+            continue
+        if e.kind == "orphan":
+            claimed.add(i)
+            orphaned.append(_episode_row(e, flow, clock, cause, cluster,
+                                         would_be_owner=_would_be_owner(fault, cluster, flow, e, mq)))
+            queues.append(mq)
+        elif e.kind == "double" and fault.kind in ("duplicate_client_id", "strategy_inconsistent"):
+            claimed.add(i)
+            double.append(_episode_row(e, flow, clock, cause, cluster))
+            queues.append(mq)
+        elif e.kind == "stuck" and all(not o for o in flow.track.owners[e.gq][e.first:e.last + 1]):
+            claimed.add(i)
+            stuck.append(_episode_row(e, flow, clock, "NO_OWNER", cluster))
+    if fault.kind in ("client_leaves", "consumer_crash"):
+        events = _rebalance_events(fault, cluster, flow, clock, window)
+        if fault.kind == "client_leaves":
+            whatif = _whatif(fault, cluster, procs[0].start_ms, start)
+            queues += [MessageQueue(r["topic"], b, q) for r in events for b, q in r.pop("_moved")]
+        else:
+            for r in events:
+                r.pop("_moved")
+    queues = sorted(set(queues))
+    brokers = sorted({mq.broker_name for mq in queues})
+    topics = sorted({mq.topic for mq in queues})
+    return {
+        "kind": fault.kind, "group": fault.group,
+        "topic": fault.topic or (topics[0] if len(topics) == 1 else None),
+        "broker_name": brokers[0] if len(brokers) == 1 else None,
+        "queue_ids": sorted({mq.queue_id for mq in queues}) if len(brokers) <= 1 and len(topics) <= 1 else None,
+        "queues": [{"topic": mq.topic, "broker_name": mq.broker_name, "queue_id": mq.queue_id} for mq in queues],
+        "clients": sorted({p.client_id for p in procs}),
+        "start": clock.iso_z(start), "end": clock.iso_z(end), "note": fault.note,
+        "expected_orphaned_queues": orphaned, "expected_double_owned_queues": double,
+        "expected_stuck_queues": stuck, "expected_rebalance_events": events,
+        "expected_strategy_whatif": whatif,
+    }
+
+
+def _fault_window(fault: Fault, cluster: Cluster, flow: Flow, window: tuple[int, int]) -> tuple[int, int]:
+    procs = [p for p in cluster.processes if p.spec.name in fault.clients]
+    if fault.kind == "slow_message":
+        s = next(s for s in flow.slow if s.gq == flow.gq_index[(fault.group, MessageQueue(
+            fault.topic, fault.broker_name, fault.queue_id))])
+        return s.at_ms, s.released_ms if s.released_ms is not None else window[1]
+    if fault.kind == "client_leaves":
+        at = parse_time_ms(fault.at)
+        return at, at
+    if fault.kind == "consumer_crash":
+        at = parse_time_ms(fault.at)
+        gone = [c.remove_ms for c in cluster.channels[fault.group] if c.process.spec.name == fault.clients[0]
+                and c.process.stop_ms == at]
+        return at, max(gone)
+    members = [p for p in cluster.processes if p.group == fault.group]
+    involved = procs or members
+    start = max([window[0]] + [p.start_ms for p in involved])
+    end = min([window[1]] + [p.stop_ms for p in involved if p.stop_ms is not None])
+    return start, end
+
+
+def _would_be_owner(fault: Fault, cluster: Cluster, flow: Flow, e: Episode, mq: MessageQueue) -> str | None:
+    """The member whose slot the queue is when the subscribing members' strategy is replayed (§5)."""
+    if fault.kind not in ("duplicate_client_id", "subscription_inconsistent"):
+        return None
+    t = flow.track.snapshot_ts[e.first]
+    cids = sorted_cid_all(cluster.cid_all(fault.group, mq.broker_name, t))
+    subscribers = [p for p in cluster.processes if p.group == fault.group and mq.topic in p.topics and p.alive(t)]
+    strategy = subscribers[0].strategy if subscribers else "AVG"
+    # one distinct name per position, so each copy of a duplicated id gets its own slot
+    positional = [f"{cid}\u0000{k}" for k, cid in enumerate(cids)]
+    owners = allocate_all(strategy, cluster.mq_all[mq.topic], positional)
+    for name, got in owners.items():
+        if got and mq in got:
+            return name.split("\u0000", 1)[0]
+    return None
+
+
+def _owners_at(cluster: Cluster, group: str, t: int) -> dict[str, dict[MessageQueue, frozenset[str]]]:
+    owned: dict[tuple[int, str], tuple[MessageQueue, ...]] = {}
+    for ch in cluster.changes:
+        if ch.t > t:
+            break
+        if cluster.processes[ch.process].group == group:
+            owned[(ch.process, ch.topic)] = ch.queues
+    out: dict[str, dict[MessageQueue, set[str]]] = {}
+    for (proc, topic), mqs in owned.items():
+        for mq in mqs:
+            out.setdefault(topic, {}).setdefault(mq, set()).add(cluster.processes[proc].client_id)
+    return {topic: {mq: frozenset(v) for mq, v in d.items()} for topic, d in out.items()}
+
+
+def _rebalance_events(fault: Fault, cluster: Cluster, flow: Flow, clock: Clock,
+                      window: tuple[int, int]) -> list[dict]:
+    rows = []
+    for m in cluster.membership:
+        if m.group != fault.group or not (window[0] <= m.t < window[1]):
+            continue
+        if cluster.processes[m.process].spec.name not in fault.clients:
+            continue
+        before = _owners_at(cluster, m.group, m.t - 1)
+        after = _owners_at(cluster, m.group, m.t + 60_000)
+        n_before = len(cluster.cid_all(m.group, cluster.brokers[0], m.t - 1))
+        n_after = len(cluster.cid_all(m.group, cluster.brokers[0], m.t + 60_000))
+        for topic in flow.group_topics[m.group]:
+            moved = [mq for mq in cluster.mq_all[topic]
+                     if before.get(topic, {}).get(mq, frozenset()) != after.get(topic, {}).get(mq, frozenset())]
+            if moved:
+                rows.append({"group": m.group, "topic": topic, "ts": clock.iso_z(m.t), "trigger": m.kind,
+                             "clients_before": n_before, "clients_after": n_after, "queues_moved": len(moved),
+                             "_moved": [(mq.broker_name, mq.queue_id) for mq in moved]})
+    return rows
+
+
+def _whatif(fault: Fault, cluster: Cluster, start_ms: int, at: int) -> list[dict]:
+    """Queues that would change owner under each strategy for the same departure (DESIGN.md §4)."""
+    rows = []
+    leaver = next(p for p in cluster.processes if p.spec.name == fault.clients[0])
+    before = sorted_cid_all(cluster.cid_all(fault.group, cluster.brokers[0], at - 1))
+    after = [c for c in before if c != leaver.client_id]
+    for topic in leaver.spec.subscriptions:
+        mq_all = cluster.mq_all[topic]
+        for strategy in WHATIF_STRATEGIES:
+            own_b = _owner_map(allocate_all(strategy, mq_all, before))
+            own_a = _owner_map(allocate_all(strategy, mq_all, after))
+            moved = sum(own_b.get(mq) != own_a.get(mq) for mq in mq_all)
+            rows.append({"group": fault.group, "topic": topic, "strategy": strategy, "rebalances": 1,
+                         "queues_moved": moved})
+    return rows
+
+
+def _owner_map(alloc: dict) -> dict[MessageQueue, str]:
+    return {mq: cid for cid, mqs in alloc.items() for mq in (mqs or [])}
