@@ -1,9 +1,10 @@
 """Find landing files and read them as numbered text lines.
 
-Files are read one by one with ``wholetext`` and split on ``\\n``: that gives exact 1-based line
-numbers and lets every row carry its file name as a literal. Both are needed for quarantine and
-per-file reconciliation, and neither ``input_file_name()`` nor ``_metadata`` exists on Sail; one
-read per file also sidesteps Sail's refusal to mix ``.gz`` and plain files in one read.
+Files are read one by one so that every row can carry its file name as a literal (neither
+``input_file_name()`` nor ``_metadata`` exists on Sail; one read per file also sidesteps Sail's
+refusal to mix ``.gz`` and plain files in one read). The 1-based line number is the row's rank
+by ``monotonically_increasing_id()`` within its file: both engines number a file's rows in file
+order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType
 
@@ -63,18 +64,17 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
     return found
 
 
-def split_numbered_lines(text_df: DataFrame) -> DataFrame:
-    """Whole-file text rows (``value``) → one row per line with its 1-based ``_line_no``.
+def number_lines(text_df: DataFrame) -> DataFrame:
+    """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``.
 
-    The empty string after a final ``\\n`` is not a line; a trailing ``\\r`` (CRLF) is dropped.
+    A trailing ``\\r`` (CRLF files) is dropped from the line.
     """
-    exploded = text_df.select("*", F.posexplode(F.split("value", "\n")).alias("_pos", "_raw"),
-                              F.size(F.split("value", "\n")).alias("_n"))
-    is_final_empty = (F.col("_pos") == F.col("_n") - 1) & (F.col("_raw") == "")
-    return (exploded.where(~is_final_empty)
-            .withColumn("_line_no", (F.col("_pos") + 1).cast("long"))
-            .withColumn("line", F.regexp_replace("_raw", "\r$", ""))
-            .drop("value", "_pos", "_raw", "_n"))
+    in_file = Window.partitionBy("_source_file").orderBy("_order")
+    return text_df.select(
+        "_source_file", "_folder_date",
+        F.row_number().over(in_file).cast("long").alias("_line_no"),
+        F.regexp_replace("value", "\r$", "").alias("line"),
+    )
 
 
 def read_lines(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
@@ -82,15 +82,16 @@ def read_lines(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
     if not files:
         return spark.createDataFrame([], LINES_SCHEMA)
     frames = [
-        spark.read.text(str(f.path), wholetext=True).select(
+        spark.read.text(str(f.path)).select(
             F.lit(f.rel_path).alias("_source_file"),
             F.lit(f.folder_date).cast("date").alias("_folder_date"),
             "value",
+            F.monotonically_increasing_id().alias("_order"),
         )
         for f in files
     ]
     text_df = functools.reduce(DataFrame.unionByName, frames)
-    return split_numbered_lines(text_df).select(*[F.col(f.name) for f in LINES_SCHEMA.fields])
+    return number_lines(text_df).select(*[F.col(f.name) for f in LINES_SCHEMA.fields])
 
 
 def line_day(record_ts: Column, folder_date: Column) -> Column:
