@@ -164,18 +164,27 @@ def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None)
                 click.echo(f"    {f.name}: {f.dataType.simpleString()}")
 
 
+DEMO_DATE = dt.date(2025, 11, 21)
+
+
 @main.command()
-@_opt("--lake", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out/lake"))
+@_opt("--lake", type=click.Path(file_okay=False, path_type=Path), default=None,
+      help="Default: <out>/lake.")
 @_opt("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"))
-def demo(lake: Path, out: Path) -> None:
-    """Run the nightly pipeline on the bundled sample day with the embedded engine."""
-    sample = Path(__file__).resolve().parent.parent / "tests" / "data" / "hand_day"
-    run_date = "2025-11-21"
-    out.mkdir(parents=True, exist_ok=True)
-    click.echo(f"sample landing data: {sample}", err=True)
-    ctx = click.get_current_context()
-    ctx.invoke(run, run_date=dt.date.fromisoformat(run_date), landing=sample, lake=lake,
-               engine="sail", remote=None, conf=None)
+def demo(lake: Path | None, out: Path) -> None:
+    """Simulate the bundled sample day and run the nightly pipeline on it (embedded engine)."""
+    from jobs.simulate.run import simulate
+
+    landing = out / "landing"
+    lake = lake or out / "lake"
+    click.echo(f"simulating scenario 'sample' for {DEMO_DATE} into {landing}", err=True)
+    truth = simulate("sample", DEMO_DATE, landing, seed=0)
+    click.echo(f"  {len(truth['faults'])} injected faults listed in {landing / '_truth.json'}",
+               err=True)
+    click.get_current_context().invoke(run, run_date=DEMO_DATE, landing=landing, lake=lake,
+                                       engine="sail", remote=None, conf=None)
+    click.echo(f"\nquery it: rocketlens sql \"SELECT * FROM silver.group_members LIMIT 5\" "
+               f"--lake {lake}")
 
 
 def _register_commands() -> None:
