@@ -23,6 +23,8 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
     offset happens after broker-side truncation and means nothing to consume (DESIGN.md §3).
     ``last_consumed_at`` is the store time of the last consumed message (0 = none, facts §5.1).
     ``inflight`` = pull_offset − consumer_offset (5.1+ brokers only, facts §5.1).
+    ``broker_reports_no_owner``: the collector's ``consumerProgress -s`` said ``N/A`` — no
+    reachable client holds the queue (facts §5.2); null when the collector did not ask.
     """
     snapshots = filter_first_per_key(offsets_df, QUEUE_KEY + ["ts"])
     by_queue = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
@@ -39,6 +41,7 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         F.when(F.col("last_timestamp") > 0, F.timestamp_millis("last_timestamp"))
         .alias("last_consumed_at"),
         owner_ip(F.col("client_ip")).alias("owner_ip"),
+        (F.trim("client_ip") == "N/A").alias("broker_reports_no_owner"),
         F.col("topic").startswith("%RETRY%").alias("is_retry_topic"),
         F.lag("ts").over(by_queue).alias("prev_ts"),
         (F.col("broker_offset") - F.lag("broker_offset").over(by_queue))
