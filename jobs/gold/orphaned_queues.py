@@ -1,0 +1,182 @@
+"""gold.orphaned_queues: queues no live consumer pulls, with root cause and evidence.
+
+DESIGN.md §5: a queue of a topic the group subscribes (CLUSTERING, not pop), seen in offsets,
+owned by no live process at consecutive snapshots for ≥ orphan_min_duration, with lag > 0 or a
+growing broker offset. Root cause, first that holds: DUPLICATE_CLIENT_ID · SUBSCRIPTION_INCONSISTENT
+· STRATEGY_INCONSISTENT · CLIENT_NOT_IN_CID_ALL · NO_LIVE_CONSUMER · REBALANCE_GAP · UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from jobs.gold.episodes import minutes_between, severity, with_episode_id
+
+QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
+COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",
+           "orphaned_minutes", "lag_start", "lag_end", "root_cause", "would_be_owner",
+           "evidence", "severity", "date"]
+
+
+@dataclass(frozen=True)
+class OrphanRules:
+    liveness_window_seconds: int
+    max_snapshot_gap_seconds: int
+    orphan_min_duration_seconds: int
+    orphan_transient_max_seconds: int
+    critical_lag: int
+    critical_minutes: int
+
+
+def excluded_groups(members_df: DataFrame) -> DataFrame:
+    """Groups whose queues cannot be orphaned: broadcasting (every client takes every queue) and
+    pop consumers (no exclusive queue ownership, facts §1.7, §2.4)."""
+    return (members_df.where((F.col("message_model") == "BROADCASTING")
+                             | (F.col("consume_type") == "CONSUME_POP"))
+            .select("cluster", "group").distinct())
+
+
+def is_subscribed(topic: Column, members: Column) -> Column:
+    """A live member's own subscriptions name the topic; with no live member or no subscription
+    information at all, the offsets record itself says the group consumes it (DESIGN.md §5)."""
+    known = F.filter(members, lambda m: m["topics"].isNotNull())
+    return (F.coalesce(F.size(known), F.lit(0)) == 0) | F.exists(
+        known, lambda m: F.array_contains(m["topics"], topic))
+
+
+def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
+                     excluded_df: DataFrame) -> DataFrame:
+    """queue_state rows with the group's context and ``is_orphan``."""
+    state = (queue_state_df.join(excluded_df.withColumn("_excluded", F.lit(True)),
+                                 on=["cluster", "group"], how="left")
+             .join(group_context_df, on=["cluster", "group", "ts"], how="left"))
+    unowned_candidate = ((F.col("owner_count") == 0) & (F.col("queue_id") >= 0)
+                         & F.col("_excluded").isNull()
+                         & is_subscribed(F.col("topic"), F.col("members")))
+    return state.withColumn("is_orphan", F.coalesce(unowned_candidate, F.lit(False)))
+
+
+def orphan_episodes(snapshots_df: DataFrame, rules: OrphanRules) -> DataFrame:
+    """Consecutive orphan snapshots → one row per episode with its evidence columns."""
+    flagged = with_episode_id(snapshots_df, QUEUE_KEY, F.col("is_orphan"),
+                              rules.max_snapshot_gap_seconds).where("_flag")
+    non_subscribers = F.transform(
+        F.filter("members", lambda m: m["topics"].isNotNull()
+                 & ~F.array_contains(m["topics"], F.col("topic"))),
+        lambda m: m["client_id"])
+    episodes = flagged.groupBy(*QUEUE_KEY, "_episode").agg(
+        F.min("ts").alias("first_seen"),
+        F.max("ts").alias("last_seen"),
+        F.min_by("lag", "ts").alias("lag_start"),
+        F.max_by("lag", "ts").alias("lag_end"),
+        F.max("lag").alias("max_lag"),
+        (F.max_by("broker_offset", "ts") - F.min_by("broker_offset", "ts")).alias("growth"),
+        F.max("date").alias("date"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+            F.coalesce("duplicate_ids", F.array().cast("array<string>")))))).alias("dup_ids"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(non_subscribers))))
+        .alias("non_subscribers"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+            F.coalesce("strategies", F.array().cast("array<string>")))))).alias("strategies"),
+        F.max(F.coalesce("live_processes", F.lit(0))).alias("max_live"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("claimed_by"))))
+        .alias("stale_claims"),
+        F.max(F.col("broker_reports_no_owner").cast("int")).alias("broker_na"),
+    )
+    minutes = minutes_between(F.col("first_seen"), F.col("last_seen"))
+    return (episodes.withColumn("orphaned_minutes", minutes)
+            .where((F.col("orphaned_minutes") * 60 >= rules.orphan_min_duration_seconds)
+                   & ((F.col("max_lag") > 0) | (F.col("growth") > 0))))
+
+
+def _iso(ts: Column) -> Column:
+    return F.date_format(ts, "yyyy-MM-dd HH:mm:ss")
+
+
+def with_root_cause(episodes_df: DataFrame, not_in_cid_all_df: DataFrame,
+                    changes_df: DataFrame, rules: OrphanRules) -> DataFrame:
+    """Attach ``root_cause`` (first that holds) and the facts its evidence sentence needs.
+
+    ``not_in_cid_all_df``: ``group, ts, client_id`` of ``[BUG] … not in cidAll`` log lines.
+    ``changes_df``: ``cluster, group, changed_at`` membership changes.
+    """
+    w = rules.liveness_window_seconds * 1000
+    t = rules.orphan_transient_max_seconds * 1000
+    bug = (episodes_df.select(*QUEUE_KEY, "_episode", "first_seen", "last_seen")
+           .join(not_in_cid_all_df.select("group", F.col("ts").alias("_bug_at"),
+                                          F.col("client_id").alias("_bug_cid")),
+                 on="group", how="inner")
+           .where((F.unix_millis("_bug_at") >= F.unix_millis("first_seen") - w)
+                  & (F.col("_bug_at") <= F.col("last_seen")))
+           .groupBy(*QUEUE_KEY, "_episode")
+           .agg(F.array_sort(F.collect_set("_bug_cid")).alias("not_in_cid_all")))
+    changed = (episodes_df.select(*QUEUE_KEY, "_episode", "first_seen", "last_seen")
+               .join(changes_df, on=["cluster", "group"], how="inner")
+               .where((F.unix_millis("changed_at") >= F.unix_millis("first_seen") - t)
+                      & (F.unix_millis("changed_at") <= F.unix_millis("last_seen") + t))
+               .groupBy(*QUEUE_KEY, "_episode")
+               .agg(F.min("changed_at").alias("membership_changed_at")))
+    df = (episodes_df.join(bug, on=[*QUEUE_KEY, "_episode"], how="left")
+          .join(changed, on=[*QUEUE_KEY, "_episode"], how="left"))
+    cause = (F.when(F.size("dup_ids") > 0, F.lit("DUPLICATE_CLIENT_ID"))
+             .when(F.size("non_subscribers") > 0, F.lit("SUBSCRIPTION_INCONSISTENT"))
+             .when(F.size("strategies") > 1, F.lit("STRATEGY_INCONSISTENT"))
+             .when(F.coalesce(F.size("not_in_cid_all"), F.lit(0)) > 0,
+                   F.lit("CLIENT_NOT_IN_CID_ALL"))
+             .when(F.col("max_live") == 0, F.lit("NO_LIVE_CONSUMER"))
+             .when((F.col("orphaned_minutes") * 60 < rules.orphan_transient_max_seconds)
+                   & F.col("membership_changed_at").isNotNull(), F.lit("REBALANCE_GAP"))
+             .otherwise(F.lit("UNKNOWN")))
+    return df.withColumn("root_cause", cause)
+
+
+def evidence(would_be_owner: Column) -> Column:
+    """A sentence naming the clients, times and numbers that show the cause."""
+    window = F.concat(F.lit(" from "), _iso(F.col("first_seen")), F.lit(" to "),
+                      _iso(F.col("last_seen")), F.lit(" UTC"))
+    lag = F.concat(F.lit("; lag "), F.col("lag_start").cast("string"), F.lit(" → "),
+                   F.col("lag_end").cast("string"))
+    rc = F.col("root_cause")
+    text = (
+        F.when(rc == "DUPLICATE_CLIENT_ID", F.concat(
+            F.lit("client id "), F.array_join("dup_ids", ", "),
+            F.lit(" is held by more than one process; equal ids take the same slice of cidAll, "
+                  "so the slot of "), F.coalesce(would_be_owner, F.lit("the duplicate")),
+            F.lit("'s second process is shadowed and nobody owns this queue (RocketMQ's own "
+                  "tools key by client id and show it once)")))
+        .when(rc == "SUBSCRIPTION_INCONSISTENT", F.concat(
+            F.lit("live member(s) "), F.array_join("non_subscribers", ", "),
+            F.lit(" do not subscribe "), F.col("topic"),
+            F.lit(" but count in the group's cidAll; the strategy hands this queue to "),
+            F.coalesce(would_be_owner, F.lit("one of them")),
+            F.lit(", which never pulls it")))
+        .when(rc == "STRATEGY_INCONSISTENT", F.concat(
+            F.lit("members run different allocation strategies ("),
+            F.array_join("strategies", ", "),
+            F.lit("); their allocations do not tile the queues and this one falls between")))
+        .when(rc == "CLIENT_NOT_IN_CID_ALL", F.concat(
+            F.lit("[BUG] not in cidAll logged by "), F.array_join("not_in_cid_all", ", "),
+            F.lit(": that client dropped all queues of the topic for the run")))
+        .when(rc == "NO_LIVE_CONSUMER", F.lit("no member of the group had a live connection"))
+        .when(rc == "REBALANCE_GAP", F.concat(
+            F.lit("transient gap around a membership change at "),
+            _iso(F.col("membership_changed_at")),
+            F.lit(" UTC; last claimed by "),
+            F.coalesce(F.array_join("stale_claims", ", "), F.lit("nobody"))))
+        .otherwise(F.concat(F.lit("no live process claimed the queue; last claimed by "),
+                            F.coalesce(F.array_join("stale_claims", ", "), F.lit("nobody")))))
+    return F.concat(text, window, lag)
+
+
+def finalize_orphans(df: DataFrame, rules: OrphanRules) -> DataFrame:
+    """Contract columns of gold.orphaned_queues."""
+    wbo = F.col("would_be_owner")
+    return df.select(
+        *QUEUE_KEY, "first_seen", "last_seen", "orphaned_minutes", "lag_start", "lag_end",
+        "root_cause", wbo, evidence(wbo).alias("evidence"),
+        severity(F.col("root_cause"), F.col("lag_end"), F.col("orphaned_minutes"),
+                 rules.critical_lag, rules.critical_minutes).alias("severity"),
+        "date").select(*COLUMNS)
