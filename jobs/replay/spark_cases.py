@@ -17,7 +17,7 @@ from jobs.replay.reference import MessageQueue
 from jobs.replay.spark_replay import MQ_ARRAY, STRING_ARRAY, with_allocation
 
 STATES_SCHEMA = StructType([
-    StructField("state_id", StringType(), False),
+    StructField("state_id", StringType()),
     StructField("strategy", StringType()),
     StructField("virtual_nodes", IntegerType()),
     StructField("consumer_idcs", STRING_ARRAY),
@@ -26,8 +26,8 @@ STATES_SCHEMA = StructType([
     StructField("cid_all", STRING_ARRAY),
 ])
 CALLS_SCHEMA = StructType([
-    StructField("state_id", StringType(), False),
-    StructField("call_no", LongType(), False),
+    StructField("state_id", StringType()),
+    StructField("call_no", LongType()),
     StructField("current_cid", StringType()),
 ])
 

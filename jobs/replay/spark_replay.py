@@ -9,10 +9,14 @@ Vocabulary (RocketMQ's, rocketmq-facts.md §1):
 - a **call** is ``(state_id, current_cid)``: one client running the state's strategy.
 
 Every strategy is plain Spark SQL (column functions, higher-order array functions, one ring join),
-so the same plan runs on Sail and on classic Spark and no Python worker is involved: pandas UDFs
-are untested on Sail, and none is needed. AVG, AVG_BY_CIRCLE, MACHINE_ROOM, MACHINE_ROOM_NEARBY and
-CONFIG are row-local array arithmetic on the call's row. CONSISTENT_HASH needs the MD5 ring, which
-is built once per state with ``explode`` and resolved with one window over the state's hashes.
+so the same plan runs on Sail and on classic Spark and no Python worker is involved: a pandas UDF
+would buy nothing here, and none is needed. The replay runs once per distinct (state, client):
+- AVG, AVG_BY_CIRCLE, MACHINE_ROOM and CONFIG are array arithmetic on the call's row.
+- MACHINE_ROOM_NEARBY is split into rows, one per sub-call of its inner strategy (own room, then
+  each orphan room), answered like a plain call and flattened back in order. Nesting the inner
+  strategy inside a lambda instead gives expression trees that took Sail many seconds to plan.
+- CONSISTENT_HASH needs the MD5 ring: built once per state with ``explode`` and resolved with one
+  window over the state's hashes.
 
 Known limit, CONSISTENT_HASH only: when two vnodes of a state collide on a 32-bit hash *and* a
 duplicated client id is added after the collision, Java numbers that duplicate's replicas from
@@ -49,7 +53,7 @@ RESULT_COLUMNS = ("allocated", "error_class", "error_message")
 # NEARBY inner other than AVG / AVG_BY_CIRCLE). The Python reference covers those.
 UNSUPPORTED = "rocketlens.UnsupportedStrategy"
 NEARBY_INNERS = ("AVG", "AVG_BY_CIRCLE")
-ROW_LOCAL = ("AVG", "AVG_BY_CIRCLE", "CONFIG", "MACHINE_ROOM") + tuple(
+SUPPORTED = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONFIG", "MACHINE_ROOM") + tuple(
     NEARBY_PREFIX + inner for inner in NEARBY_INNERS)
 DEFAULT_VIRTUAL_NODES = 10
 
@@ -109,17 +113,18 @@ def first_index(cid_all: Column, cid: Column) -> Column:
 def avg_allocation(mq_all: Column, cid_all: Column, cid: Column) -> Column:
     """AVG (facts §1.1): a contiguous block; the first ``N % C`` positions get one extra queue.
 
-    Assumes ``cid`` is in ``cid_all`` and both lists are non-empty. With N < C positions >= N get
-    [] (Java's range is negative and its loop does not run).
+    Assumes ``cid`` is in ``cid_all`` and both lists are non-empty; pass plain columns, as every
+    argument is used several times. With N < C positions >= N get [] (Java's range is negative
+    and its loop does not run).
     """
-    n, c, i = F.size(mq_all), F.size(cid_all), first_index(cid_all, cid)
+    n, c, i = F.size(mq_all), F.greatest(F.size(cid_all), F.lit(1)), first_index(cid_all, cid)
     mod = n % c
     gets_extra = (mod > 0) & (i < mod)
     quotient = ((n - mod) / c).cast("int")
     size = F.when(n <= c, F.lit(1)).when(gets_extra, quotient + 1).otherwise(quotient)
     start = F.when(gets_extra, i * size).otherwise(i * size + mod)
     take = F.least(size, n - start)
-    return F.when(take > 0, F.slice(mq_all, start + 1, F.greatest(take, F.lit(0)))).otherwise(_empty_mqs())
+    return F.slice(mq_all, start + 1, F.greatest(take, F.lit(0)))
 
 
 def avg_by_circle_allocation(mq_all: Column, cid_all: Column, cid: Column) -> Column:
@@ -134,15 +139,19 @@ def machine_room_of_broker(broker_name: Column) -> Column:
                   F.regexp_extract(broker_name, _MACHINE_ROOM_PATTERN, 1))
 
 
-def machine_room_allocation(mq_all: Column, cid_all: Column, cid: Column, consumer_idcs: Column) -> Column:
-    """MACHINE_ROOM (facts §1.5): deal the queues of the listed rooms over all of cidAll.
+def filter_machine_rooms(mq_all: Column, consumer_idcs: Column) -> Column:
+    """MACHINE_ROOM's ``premqAll``: the queues whose broker room is in ``consumer_idcs`` (§1.5)."""
+    return F.filter(mq_all, lambda mq: F.array_contains(consumer_idcs, machine_room_of_broker(mq["broker_name"])))
 
-    Indexes the filtered list ``premqAll``: ``mod = P / C`` consecutive queues from ``i * mod``, then
-    ``premqAll[i + mod * C]`` for the first ``P % C`` positions, so the result is not contiguous.
-    Assumes non-null ``consumer_idcs`` (null is the NPE, see :func:`allocation_error`).
+
+def machine_room_allocation(premq_all: Column, cid_all: Column, cid: Column) -> Column:
+    """MACHINE_ROOM (facts §1.5) over the filtered list ``premq_all`` (see filter_machine_rooms).
+
+    ``mod = P / C`` consecutive queues from ``i * mod``, then ``premqAll[i + mod * C]`` for the
+    first ``P % C`` positions, so the result is not contiguous. The post-4.8.0 code: it indexes
+    ``premqAll``, not ``mqAll``. Pass plain columns.
     """
-    premq_all = F.filter(mq_all, lambda mq: F.array_contains(consumer_idcs, machine_room_of_broker(mq["broker_name"])))
-    p, c, i = F.size(premq_all), F.size(cid_all), first_index(cid_all, cid)
+    p, c, i = F.size(premq_all), F.greatest(F.size(cid_all), F.lit(1)), first_index(cid_all, cid)
     rem = p % c
     mod = ((p - rem) / c).cast("int")
     block = F.slice(premq_all, i * mod + 1, mod)
@@ -161,32 +170,36 @@ def consumer_deploy_in(cid: Column) -> Column:
     return F.when(F.instr(cid, "-") > 0, F.substring_index(cid, "-", 1)).otherwise(F.lit(""))
 
 
-InnerAllocation = Callable[[Column, Column, Column], Column]
+def _in_room(placed: Column, room: Column) -> Column:
+    """The items of a ``struct<room, item>`` array that sit in ``room``, in list order."""
+    return F.transform(F.filter(placed, lambda p: p["room"] == room), lambda p: p["item"])
 
 
-def machine_room_nearby_allocation(inner: InnerAllocation, mq_all: Column, cid_all: Column,
-                                   cid: Column) -> Column:
-    """MACHINE_ROOM_NEARBY (facts §1.6) around ``inner`` (a ``(mq_all, cid_all, cid)`` function).
+def _sub_call(strategy: Column, mq_all: Column, cid_all: Column) -> Column:
+    return F.struct(strategy.alias("strategy"), mq_all.alias("mq_all"), cid_all.alias("cid_all"))
 
-    Own room first: its queues among its consumers (cidAll order). Then every room that has
-    queues and no consumer, ascending by room name in Java String order, each dealt separately
-    over all of cidAll. Assumes the resolver found no empty room (that is an error row).
+
+def nearby_sub_calls(inner: Column, placed_mqs: Column, placed_cids: Column, cid_all: Column,
+                     own_room: Column) -> Column:
+    """MACHINE_ROOM_NEARBY's inner calls, in result order (facts §1.6).
+
+    ``placed_mqs``/``placed_cids`` are ``struct<room, item>`` arrays (mq_all, cid_all with the
+    resolver's rooms). First the own room's queues among the own room's consumers (cidAll order),
+    skipped when the room has no queue; then every room with queues and no consumer, ascending by
+    name (TreeMap, Java String order), each over all of cidAll.
     """
-    own_room = consumer_deploy_in(cid)
-    own_mqs = F.filter(mq_all, lambda mq: broker_deploy_in(mq) == own_room)
-    own_cids = F.filter(cid_all, lambda other: consumer_deploy_in(other) == own_room)
-    own_part = F.when(F.size(own_mqs) > 0, inner(own_mqs, own_cids, cid)).otherwise(_empty_mqs())
-    consumer_rooms = F.transform(cid_all, consumer_deploy_in)
+    own_call = F.filter(F.array(_sub_call(inner, _in_room(placed_mqs, own_room), _in_room(placed_cids, own_room))),
+                        lambda call: F.size(call["mq_all"]) > 0)
+    consumer_rooms = F.transform(placed_cids, lambda p: p["room"])
     orphan_rooms = F.array_distinct(F.filter(
-        F.transform(mq_all, broker_deploy_in),
+        F.transform(placed_mqs, lambda p: p["room"]),
         lambda room: (room != own_room) & ~F.array_contains(consumer_rooms, room)))
     orphan_rooms = F.transform(
         F.array_sort(F.transform(orphan_rooms, lambda room: F.struct(
             java_string_order(room).alias("k"), room.alias("room")))),
         lambda k: k["room"])
-    orphan_part = F.flatten(F.transform(orphan_rooms, lambda room: inner(
-        F.filter(mq_all, lambda mq: broker_deploy_in(mq) == room), cid_all, cid)))
-    return F.concat(own_part, orphan_part)
+    orphan_calls = F.transform(orphan_rooms, lambda room: _sub_call(inner, _in_room(placed_mqs, room), cid_all))
+    return F.concat(own_call, orphan_calls)
 
 
 # --- column functions: the whole call ------------------------------------------------------------
@@ -208,9 +221,8 @@ def allocation_error(strategy: Column, current_cid: Column, mq_all: Column, cid_
     is_nearby = strategy.startswith(NEARBY_PREFIX)
     empty_broker_rooms = F.filter(mq_all, lambda mq: broker_deploy_in(mq) == "")
     empty_consumer_rooms = F.filter(cid_all, lambda cid: consumer_deploy_in(cid) == "")
-    supported = strategy.isin(*ROW_LOCAL, "CONSISTENT_HASH")
     return (
-        F.when(strategy.isNull() | ~supported,
+        F.when(strategy.isNull() | ~strategy.isin(*SUPPORTED),
                _error(UNSUPPORTED, F.concat(F.lit("no Spark replay for strategy "),
                                             F.coalesce(strategy, F.lit("null")))))
         .when((strategy == "CONSISTENT_HASH") & (virtual_nodes < 0),
@@ -229,28 +241,6 @@ def allocation_error(strategy: Column, current_cid: Column, mq_all: Column, cid_
         .when(is_nearby & (F.size(empty_consumer_rooms) > 0),
               _error(IAE, F.concat(F.lit("Machine room is null for consumer id "),
                                    F.try_element_at(empty_consumer_rooms, F.lit(1)))))
-    )
-
-
-def row_local_allocation(strategy: Column, current_cid: Column, mq_all: Column, cid_all: Column,
-                         consumer_idcs: Column, config_queues: Column) -> Column:
-    """The allocation of every strategy but CONSISTENT_HASH, for a call that raised nothing.
-
-    CONFIG returns its configured list to anyone, unvalidated, null if never set (facts §1.4);
-    the others return [] to a caller not in cidAll (facts §1.0).
-    """
-    nearby = F.lit(None).cast(MQ_ARRAY)
-    for inner_name, inner in (("AVG", avg_allocation), ("AVG_BY_CIRCLE", avg_by_circle_allocation)):
-        nearby = F.when(strategy == NEARBY_PREFIX + inner_name,
-                        machine_room_nearby_allocation(inner, mq_all, cid_all, current_cid)).otherwise(nearby)
-    return (
-        F.when(strategy == "CONFIG", config_queues)
-        .when(~F.array_contains(cid_all, current_cid), _empty_mqs())
-        .when(strategy == "AVG", avg_allocation(mq_all, cid_all, current_cid))
-        .when(strategy == "AVG_BY_CIRCLE", avg_by_circle_allocation(mq_all, cid_all, current_cid))
-        .when(strategy == "MACHINE_ROOM",
-              machine_room_allocation(mq_all, cid_all, current_cid, consumer_idcs))
-        .otherwise(nearby)
     )
 
 
@@ -315,35 +305,97 @@ def consistent_hash_allocations(states_df: DataFrame) -> DataFrame:
                     F.coalesce(F.transform("owned", lambda o: o["mq"]), _empty_mqs()).alias("allocated")))
 
 
+def explode_sub_calls(calls_df: DataFrame) -> DataFrame:
+    """One row per plain-strategy call inside each call: ``part`` orders them within the call.
+
+    Input: answered-to-be calls with the state columns, in cidAll, no error, strategy not
+    CONFIG/CONSISTENT_HASH. A NEARBY call becomes its inner calls (nearby_sub_calls), possibly
+    none (no queue in its room and no orphan room: the answer is []); any other call is its own
+    single sub-call.
+    """
+    is_nearby = F.col("strategy").startswith(NEARBY_PREFIX)
+    return (calls_df
+            .withColumn("placed_mqs", F.when(is_nearby, F.transform("mq_all", lambda mq: F.struct(
+                broker_deploy_in(mq).alias("room"), mq.alias("item")))))
+            .withColumn("placed_cids", F.when(is_nearby, F.transform("cid_all", lambda cid: F.struct(
+                consumer_deploy_in(cid).alias("room"), cid.alias("item")))))
+            .withColumn("sub_calls", F.when(is_nearby, nearby_sub_calls(
+                F.substring(F.col("strategy"), len(NEARBY_PREFIX) + 1, 64), F.col("placed_mqs"),
+                F.col("placed_cids"), F.col("cid_all"), consumer_deploy_in(F.col("current_cid"))))
+                .otherwise(F.array(_sub_call(F.col("strategy"), F.col("mq_all"), F.col("cid_all")))))
+            .select("state_id", "current_cid", "consumer_idcs",
+                    F.posexplode("sub_calls").alias("part", "sub"))
+            .select("state_id", "current_cid", "part", F.col("sub.strategy").alias("strategy"),
+                    F.col("sub.mq_all").alias("mq_all"), F.col("sub.cid_all").alias("cid_all"),
+                    F.when(F.col("sub.strategy") == "MACHINE_ROOM",
+                           filter_machine_rooms(F.col("sub.mq_all"), F.col("consumer_idcs"))).alias("premq_all")))
+
+
+def row_local_allocations(calls_df: DataFrame) -> DataFrame:
+    """AVG, AVG_BY_CIRCLE, MACHINE_ROOM and NEARBY answers: ``state_id, current_cid, allocated``."""
+    mq_all, cid_all, cid, strategy = F.col("mq_all"), F.col("cid_all"), F.col("current_cid"), F.col("strategy")
+    answered_df = (calls_df
+                   .transform(explode_sub_calls)
+                   .withColumn("allocated",
+                               F.when(strategy == "AVG", avg_allocation(mq_all, cid_all, cid))
+                               .when(strategy == "AVG_BY_CIRCLE", avg_by_circle_allocation(mq_all, cid_all, cid))
+                               .when(strategy == "MACHINE_ROOM",
+                                     machine_room_allocation(F.col("premq_all"), cid_all, cid))))
+    return (answered_df
+            .groupBy("state_id", "current_cid")
+            .agg(F.sort_array(F.collect_list(F.struct("part", "allocated"))).alias("parts"))
+            .select("state_id", "current_cid",
+                    F.flatten(F.transform("parts", lambda p: p["allocated"])).alias("allocated")))
+
+
+def answer_calls(calls_df: DataFrame) -> DataFrame:
+    """Answer distinct calls that carry their state's columns: adds the result columns.
+
+    CONFIG returns its configured list to anyone, unvalidated, null if never set (facts §1.4);
+    the others return [] to a caller not in cidAll (facts §1.0), else their strategy's list.
+    """
+    error = allocation_error(F.col("strategy"), F.col("current_cid"), F.col("mq_all"), F.col("cid_all"),
+                             F.col("virtual_nodes"), F.col("consumer_idcs"))
+    checked_df = calls_df.withColumn("_error", error)
+    to_compute_df = checked_df.filter(
+        F.col("_error").isNull() & F.array_contains("cid_all", F.col("current_cid"))
+        & ~F.col("strategy").isin("CONFIG", "CONSISTENT_HASH"))
+    row_local_df = row_local_allocations(to_compute_df).withColumnRenamed("allocated", "_row_local")
+    hashed_df = (consistent_hash_allocations(calls_df.select(*STATE_COLUMNS).dropDuplicates(["state_id"]))
+                 .select("state_id", F.col("cid").alias("current_cid"), F.col("allocated").alias("_hashed")))
+    allocated = (F.when(F.col("_error").isNotNull(), F.lit(None).cast(MQ_ARRAY))
+                 .when(F.col("strategy") == "CONFIG", F.col("config_queues"))
+                 .when(~F.array_contains("cid_all", F.col("current_cid")), _empty_mqs())
+                 .when(F.col("strategy") == "CONSISTENT_HASH", F.coalesce("_hashed", _empty_mqs()))
+                 .otherwise(F.coalesce("_row_local", _empty_mqs())))
+    return (checked_df
+            .join(row_local_df, ["state_id", "current_cid"], "left")
+            .join(hashed_df, ["state_id", "current_cid"], "left")
+            .select(*calls_df.columns, allocated.alias("allocated"),
+                    F.col("_error.error_class").alias("error_class"),
+                    F.col("_error.error_message").alias("error_message")))
+
+
 def with_allocation(states_df: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """Transform factory: add ``allocated``, ``error_class``, ``error_message`` to a calls frame.
 
-    ``calls_df`` needs ``state_id`` and ``current_cid`` (any other columns are kept); each call is
-    answered from its state in ``states_df`` (see the module docstring; inner join, so a call
-    without a state is dropped). ``allocated`` is RocketMQ's returned list in order, null when
-    the call threw (then ``error_class``/``error_message`` name the Java exception) or for CONFIG
-    without a list. Replay work is per state and distinct client, not per call row.
+    ``calls_df`` needs ``state_id`` and ``current_cid`` (other columns are kept, rows are neither
+    added nor dropped unless a call has no state: inner join). Each distinct call is answered once
+    from its state in ``states_df`` (module docstring) and joined back. ``allocated`` is RocketMQ's
+    returned list in order; null when the call threw (``error_class``/``error_message`` name the
+    Java exception) or for CONFIG without a list.
     """
     def transform(calls_df: DataFrame) -> DataFrame:
         states = with_state_defaults(states_df)
+        distinct_df = (calls_df.select("state_id", "current_cid").distinct()
+                       .join(states, "state_id", "inner"))
+        answered_df = answer_calls(distinct_df).select("state_id", "current_cid", *RESULT_COLUMNS)
         call_columns = [c for c in calls_df.columns if c not in RESULT_COLUMNS]
-        hashed_df = consistent_hash_allocations(states).withColumnRenamed("cid", "current_cid")
-        joined_df = (calls_df.select(*call_columns)
-                     .join(states.drop(*[c for c in call_columns if c != "state_id"]), "state_id", "inner")
-                     .join(hashed_df.withColumnRenamed("allocated", "_hashed"),
-                           ["state_id", "current_cid"], "left"))
-        error = allocation_error(F.col("strategy"), F.col("current_cid"), F.col("mq_all"), F.col("cid_all"),
-                                 F.coalesce("virtual_nodes", F.lit(DEFAULT_VIRTUAL_NODES)), F.col("consumer_idcs"))
-        allocated = (F.when(F.col("strategy") == "CONSISTENT_HASH", F.coalesce("_hashed", _empty_mqs()))
-                     .otherwise(row_local_allocation(F.col("strategy"), F.col("current_cid"), F.col("mq_all"),
-                                                     F.col("cid_all"), F.col("consumer_idcs"),
-                                                     F.col("config_queues"))))
-        return (joined_df
-                .withColumn("_error", error)
-                .select(*call_columns,
-                        F.when(F.col("_error").isNull(), allocated).alias("allocated"),
-                        F.col("_error.error_class").alias("error_class"),
-                        F.col("_error.error_message").alias("error_message")))
+        calls = calls_df.select(*call_columns)
+        condition = ((calls["state_id"] == answered_df["state_id"])
+                     & calls["current_cid"].eqNullSafe(answered_df["current_cid"]))
+        return (calls.join(answered_df, condition, "inner")
+                .select(*[calls[c] for c in call_columns], *[answered_df[c] for c in RESULT_COLUMNS]))
     return transform
 
 
