@@ -38,3 +38,6 @@ def run_main() -> None:  # pragma: no cover - thin wrapper for console scripts
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+from jobs.replay.cli import replay_command  # noqa: E402
+main.add_command(replay_command)
