@@ -389,13 +389,10 @@ def with_allocation(states_df: DataFrame) -> Callable[[DataFrame], DataFrame]:
         states = with_state_defaults(states_df)
         distinct_df = (calls_df.select("state_id", "current_cid").distinct()
                        .join(states, "state_id", "inner"))
-        answered_df = answer_calls(distinct_df).select("state_id", "current_cid", *RESULT_COLUMNS)
+        answered_df = answer_calls(distinct_df).select(
+            F.col("state_id").alias("_state_id"), F.col("current_cid").alias("_current_cid"), *RESULT_COLUMNS)
         call_columns = [c for c in calls_df.columns if c not in RESULT_COLUMNS]
-        calls = calls_df.select(*call_columns)
-        condition = ((calls["state_id"] == answered_df["state_id"])
-                     & calls["current_cid"].eqNullSafe(answered_df["current_cid"]))
-        return (calls.join(answered_df, condition, "inner")
-                .select(*[calls[c] for c in call_columns], *[answered_df[c] for c in RESULT_COLUMNS]))
+        return _join_answers(calls_df.select(*call_columns), answered_df)
     return transform
 
 
@@ -439,9 +436,16 @@ def replay_snapshots(snapshots_df: DataFrame, *, sort_inputs: bool = True) -> Da
     """
     keyed_df = snapshots_df.transform(with_state_id(sort_inputs))
     states_df = keyed_df.select(*STATE_COLUMNS).dropDuplicates(["state_id"])
-    replayed_df = (keyed_df.select("state_id", "current_cid").distinct()
-                   .transform(with_allocation(states_df)))
-    condition = ((keyed_df["state_id"] == replayed_df["state_id"])
-                 & keyed_df["current_cid"].eqNullSafe(replayed_df["current_cid"]))
-    return (keyed_df.join(replayed_df, condition, "left")
-            .select(*[keyed_df[c] for c in keyed_df.columns], *[replayed_df[c] for c in RESULT_COLUMNS]))
+    return keyed_df.transform(with_allocation(states_df))
+
+
+def _join_answers(calls_df: DataFrame, answers_df: DataFrame) -> DataFrame:
+    """Attach answers (``_state_id``, ``_current_cid`` + results) to calls; a null cid is a call too.
+
+    The answers derive from the calls, so their keys are renamed first: a self-join on equal
+    column names is ambiguous on Spark Connect.
+    """
+    condition = ((F.col("state_id") == F.col("_state_id"))
+                 & F.col("current_cid").eqNullSafe(F.col("_current_cid")))
+    return (calls_df.join(answers_df, condition, "inner")
+            .select(*calls_df.columns, *RESULT_COLUMNS))
