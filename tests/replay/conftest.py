@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_vectors import VECTOR_RECORDS, VECTORS_FILE
+from tests.replay.replay_vectors import VECTOR_RECORDS, VECTORS_FILE
 
 
 @pytest.fixture(scope="session")

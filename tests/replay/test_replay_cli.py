@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from replay_vectors import REPO_ROOT, mismatches
+
+from tests.replay.replay_vectors import REPO_ROOT, mismatches
 
 
 def run_replay(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from replay_vectors import VECTOR_RECORDS, mismatches, vector_record
 
 from jobs.replay.cases import parse_case, replay_case_python
 from jobs.replay.reference import (
@@ -17,6 +16,7 @@ from jobs.replay.reference import (
     sorted_cid_all,
     sorted_mq_all,
 )
+from tests.replay.replay_vectors import VECTOR_RECORDS, mismatches, vector_record
 
 
 @pytest.mark.parametrize("record", VECTOR_RECORDS, ids=lambda r: r["case_id"])

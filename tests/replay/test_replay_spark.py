@@ -8,7 +8,6 @@ import pytest
 from chispa import assert_column_equality
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
-from replay_vectors import mismatches, vector_record
 
 from jobs.replay.cases import parse_case
 from jobs.replay.spark_cases import replay_cases_spark
@@ -22,6 +21,7 @@ from jobs.replay.spark_replay import (
     sort_cid_all,
     sort_mq_all,
 )
+from tests.replay.replay_vectors import mismatches, vector_record
 
 SNAPSHOT_SCHEMA = StructType([
     StructField("ts", StringType()),
