@@ -198,3 +198,6 @@ _register_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+from jobs.replay.cli import replay_command  # noqa: E402
+main.add_command(replay_command)

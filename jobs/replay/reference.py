@@ -90,7 +90,10 @@ def java_split(text: str, separator: str) -> list[str]:
 
     Java drops trailing empty strings (``"room1@"`` gives one part, ``"@"`` gives none) but keeps
     leading ones (``"@broker-z"`` gives ``["", "broker-z"]``); MACHINE_ROOM depends on it (facts §1.5).
+    Without any separator Java returns the string itself, so ``""`` gives ``[""]``.
     """
+    if separator not in text:
+        return [text]
     parts = text.split(separator)
     while parts and parts[-1] == "":
         parts.pop()
