@@ -188,9 +188,11 @@ def demo(lake: Path | None, out: Path) -> None:
 
 
 def _register_commands() -> None:
+    from jobs.replay.cli import replay_command
     from jobs.simulate.cli import simulate_command
 
     main.add_command(simulate_command)
+    main.add_command(replay_command)
 
 
 _register_commands()
@@ -198,6 +200,3 @@ _register_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-from jobs.replay.cli import replay_command  # noqa: E402
-main.add_command(replay_command)
