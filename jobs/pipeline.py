@@ -19,12 +19,15 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs import lake
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no_staging
+from jobs.gold.group_context import build_group_context, build_member_context
+from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.membership import build_group_members
 from jobs.silver.ownership import build_queue_ownership
 from jobs.silver.process_queues import build_process_queues
 from jobs.silver.queue_offsets import build_queue_offsets
+from jobs.silver.queue_state import build_queue_state
 from jobs.silver.subscriptions import build_client_subscriptions
 from schemas.landing import ALL_SOURCES, CONNECTIONS, JSON_SOURCES, OFFSETS, RUNNING_INFO
 
@@ -90,6 +93,37 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
     }
 
 
+def derived_silver_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+    """Silver tables built from other silver tables: owners and live members per snapshot."""
+    d = settings.detection
+    return {
+        "queue_state": build_queue_state(
+            silver["queue_offsets"], silver["queue_ownership"], silver["group_members"],
+            d.liveness_window_seconds, d.max_snapshot_gap_seconds),
+        "member_context": build_member_context(
+            silver["queue_offsets"], silver["group_members"], silver["client_subscriptions"],
+            silver["client_config"], d.liveness_window_seconds, d.max_snapshot_gap_seconds),
+    }
+
+
+def orphan_rules(settings: Settings) -> OrphanRules:
+    d, s = settings.detection, settings.severity
+    return OrphanRules(d.liveness_window_seconds, d.max_snapshot_gap_seconds,
+                       d.orphan_min_duration_seconds, d.orphan_transient_max_seconds,
+                       s.critical_lag, s.critical_minutes)
+
+
+def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
+                settings: Settings) -> dict[str, DataFrame]:
+    """Every gold table's frame from the day's silver tables (and bronze log events)."""
+    group_context = build_group_context(silver["member_context"])
+    return {
+        "orphaned_queues": build_orphaned_queues(
+            silver["queue_state"], silver["member_context"], group_context,
+            silver["group_members"], bronze["client_log_events"], orphan_rules(settings)),
+    }
+
+
 def _union(frames) -> DataFrame:
     return functools.reduce(DataFrame.unionByName, list(frames))
 
@@ -113,9 +147,16 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         lake.drop_staging(lake_dir, run_id)
     stored = {name: lake.read_day(spark, lake_dir, "bronze", name, run_date)
               for name in BRONZE_RECORD_TABLES}
-    for name, df in silver_frames(stored, settings).items():
-        progress(f"writing silver.{name}")
-        lake.write_day(spark, df, lake_dir, "silver", name, run_date)
+
+    def write_layer(layer: str, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        for name, df in frames.items():
+            progress(f"writing {layer}.{name}")
+            lake.write_day(spark, df, lake_dir, layer, name, run_date)
+        return {name: lake.read_day(spark, lake_dir, layer, name, run_date) for name in frames}
+
+    silver = write_layer("silver", silver_frames(stored, settings))
+    silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
+    write_layer("gold", gold_frames(silver, stored, settings))
     for layer, name, _path in lake.list_tables(lake_dir):
         report.table_rows[f"{layer}.{name}"] = lake.read_day(spark, lake_dir, layer, name,
                                                             run_date).count()

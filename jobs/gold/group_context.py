@@ -41,7 +41,7 @@ def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
                 .agg(F.max_by("strategy", "_at").alias("strategy")))
     keys = ["cluster", "group", "ts", "client_id"]
     return (live.join(topics, on=keys, how="left").join(strategy, on=keys, how="left")
-            .select(*keys, "processes", "topics", "strategy"))
+            .select(*keys, "processes", "topics", "strategy", F.to_date("ts").alias("date")))
 
 
 def build_group_context(member_context_df: DataFrame) -> DataFrame:

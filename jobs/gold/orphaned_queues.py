@@ -180,3 +180,59 @@ def finalize_orphans(df: DataFrame, rules: OrphanRules) -> DataFrame:
         severity(F.col("root_cause"), F.col("lag_end"), F.col("orphaned_minutes"),
                  rules.critical_lag, rules.critical_minutes).alias("severity"),
         "date").select(*COLUMNS)
+
+
+def with_would_be_owner(episodes_df: DataFrame, queue_state_df: DataFrame,
+                        member_context_df: DataFrame) -> DataFrame:
+    """``would_be_owner`` (DESIGN.md §5): for SUBSCRIPTION_INCONSISTENT, the member that the
+    subscribing members' strategy hands the queue to but that does not subscribe the topic —
+    found by replaying that strategy over the topic's observed queues and the group-wide cidAll
+    (duplicates kept, facts §2.2) at the episode's first snapshot; for DUPLICATE_CLIENT_ID the
+    duplicated id whose second slot is shadowed; else null."""
+    from jobs.replay.spark_replay import replay_snapshots
+
+    inconsistent = episodes_df.where(F.col("root_cause") == "SUBSCRIPTION_INCONSISTENT").select(
+        *QUEUE_KEY, "_episode", F.col("first_seen").alias("ts"), "non_subscribers")
+    mq = F.struct("topic", "broker_name", "queue_id")
+    mq_all = (queue_state_df.groupBy("cluster", "group", "topic", "ts")
+              .agg(F.collect_list(mq).alias("mq_all")))
+    members = member_context_df.groupBy("cluster", "group", "ts").agg(
+        F.flatten(F.collect_list(F.array_repeat("client_id", F.col("processes"))))
+        .alias("cid_all"),
+        F.collect_list(F.struct("client_id", "topics", "strategy")).alias("_members"))
+    subscribing_strategy = F.array_min(F.transform(
+        F.filter("_members", lambda m: F.array_contains(m["topics"], F.col("topic"))
+                 & m["strategy"].isNotNull()), lambda m: m["strategy"]))
+    calls = (inconsistent.join(mq_all, on=["cluster", "group", "topic", "ts"], how="inner")
+             .join(members, on=["cluster", "group", "ts"], how="inner")
+             .withColumn("strategy", F.coalesce(subscribing_strategy, F.lit("AVG")))
+             .select(*QUEUE_KEY, "_episode", "non_subscribers", "strategy", "mq_all", "cid_all",
+                     F.explode(F.array_distinct("cid_all")).alias("current_cid")))
+    handed = (replay_snapshots(calls)
+              .where(F.exists("allocated", lambda q: (q["topic"] == F.col("topic"))
+                              & (q["broker_name"] == F.col("broker_name"))
+                              & (q["queue_id"] == F.col("queue_id"))))
+              .where(F.array_contains("non_subscribers", F.col("current_cid")))
+              .groupBy(*QUEUE_KEY, "_episode")
+              .agg(F.min("current_cid").alias("_replayed_owner")))
+    return (episodes_df.join(handed, on=[*QUEUE_KEY, "_episode"], how="left")
+            .withColumn("would_be_owner", F.when(
+                F.col("root_cause") == "DUPLICATE_CLIENT_ID", F.element_at("dup_ids", 1))
+                .when(F.col("root_cause") == "SUBSCRIPTION_INCONSISTENT",
+                      F.col("_replayed_owner")))
+            .drop("_replayed_owner"))
+
+
+def build_orphaned_queues(queue_state_df: DataFrame, member_context_df: DataFrame,
+                          group_context_df: DataFrame, members_df: DataFrame,
+                          log_events_df: DataFrame, rules: OrphanRules) -> DataFrame:
+    """The whole detector: silver frames in, gold.orphaned_queues out."""
+    from jobs.gold.group_context import membership_changes
+
+    snapshots = orphan_snapshots(queue_state_df, group_context_df, excluded_groups(members_df))
+    episodes = orphan_episodes(snapshots, rules)
+    not_in_cid_all = log_events_df.where(F.col("event") == "NOT_IN_CID_ALL").select(
+        "group", "ts", "client_id")
+    caused = with_root_cause(episodes, not_in_cid_all, membership_changes(group_context_df),
+                             rules)
+    return finalize_orphans(with_would_be_owner(caused, queue_state_df, member_context_df), rules)
