@@ -85,6 +85,7 @@ def orphan_episodes(snapshots_df: DataFrame, rules: OrphanRules) -> DataFrame:
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("claimed_by"))))
         .alias("stale_claims"),
         F.max(F.col("broker_reports_no_owner").cast("int")).alias("broker_na"),
+        F.min(F.when(F.size(non_subscribers) > 0, F.col("ts"))).alias("_non_subscriber_at"),
     )
     minutes = minutes_between(F.col("first_seen"), F.col("last_seen"))
     return (episodes.withColumn("orphaned_minutes", minutes)
@@ -187,12 +188,13 @@ def with_would_be_owner(episodes_df: DataFrame, queue_state_df: DataFrame,
     """``would_be_owner`` (DESIGN.md §5): for SUBSCRIPTION_INCONSISTENT, the member that the
     subscribing members' strategy hands the queue to but that does not subscribe the topic —
     found by replaying that strategy over the topic's observed queues and the group-wide cidAll
-    (duplicates kept, facts §2.2) at the episode's first snapshot; for DUPLICATE_CLIENT_ID the
+    (duplicates kept, facts §2.2) at the episode's first snapshot that shows the non-subscribing
+    member live; for DUPLICATE_CLIENT_ID the
     duplicated id whose second slot is shadowed; else null."""
     from jobs.replay.spark_replay import replay_snapshots
 
     inconsistent = episodes_df.where(F.col("root_cause") == "SUBSCRIPTION_INCONSISTENT").select(
-        *QUEUE_KEY, "_episode", F.col("first_seen").alias("ts"), "non_subscribers")
+        *QUEUE_KEY, "_episode", F.col("_non_subscriber_at").alias("ts"), "non_subscribers")
     mq = F.struct("topic", "broker_name", "queue_id")
     mq_all = (queue_state_df.groupBy("cluster", "group", "topic", "ts")
               .agg(F.collect_list(mq).alias("mq_all")))
