@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from jobs import lake
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no_staging
 from jobs.gold.group_context import build_group_context, build_member_context
+from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
@@ -121,7 +123,27 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "orphaned_queues": build_orphaned_queues(
             silver["queue_state"], silver["member_context"], group_context,
             silver["group_members"], bronze["client_log_events"], orphan_rules(settings)),
+        "double_owned_queues": build_double_owned_queues(
+            silver["queue_state"], group_context, silver["group_members"],
+            orphan_rules(settings)),
     }
+
+
+def only_day(df: DataFrame, run_date: dt.date) -> DataFrame:
+    return df.where(F.col("date") == F.lit(run_date).cast("date"))
+
+
+def read_with_lookback(df: DataFrame, run_date: dt.date, seconds: int) -> DataFrame:
+    """The day's rows plus the previous day's last ``seconds`` (by ``ts``), and every
+    ``rebalanced result changed`` line of the previous day: a client's latest set holds until it
+    logs the next one, which can be hours later (facts §2.2)."""
+    day = F.lit(run_date).cast("date")
+    start = F.lit(dt.datetime.combine(run_date, dt.time()) - dt.timedelta(seconds=seconds))
+    previous = F.col("date") == F.date_sub(day, 1)
+    tail = previous & (F.col("ts") >= start.cast("timestamp"))
+    if "event" in df.columns:
+        tail = tail | (previous & (F.col("event") == "REBALANCE_RESULT"))
+    return df.where((F.col("date") == day) | tail)
 
 
 def _union(frames) -> DataFrame:
@@ -145,18 +167,30 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             lake.write_day(spark, df, lake_dir, "bronze", name, run_date)
     finally:
         lake.drop_staging(lake_dir, run_id)
-    stored = {name: lake.read_day(spark, lake_dir, "bronze", name, run_date)
+    # Snapshots right after midnight need the previous day's tail (who was live, who claimed
+    # what), so each layer is computed over the day plus a look-back and only the day is written.
+    lookback = max(settings.detection.liveness_window_seconds,
+                   settings.detection.max_snapshot_gap_seconds)
+    stored = {name: read_with_lookback(lake.read_table(spark, lake_dir, "bronze", name),
+                                       run_date, lookback)
               for name in BRONZE_RECORD_TABLES}
 
     def write_layer(layer: str, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        staged = {}
         for name, df in frames.items():
             progress(f"writing {layer}.{name}")
-            lake.write_day(spark, df, lake_dir, layer, name, run_date)
-        return {name: lake.read_day(spark, lake_dir, layer, name, run_date) for name in frames}
+            staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}")
+            lake.write_day(spark, only_day(staged[name], run_date), lake_dir, layer, name,
+                           run_date)
+        return staged
 
-    silver = write_layer("silver", silver_frames(stored, settings))
-    silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
-    write_layer("gold", gold_frames(silver, stored, settings))
+    try:
+        silver = write_layer("silver", silver_frames(stored, settings))
+        silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
+        write_layer("gold", gold_frames({k: only_day(v, run_date) for k, v in silver.items()},
+                                        stored, settings))
+    finally:
+        lake.drop_staging(lake_dir, run_id)
     for layer, name, _path in lake.list_tables(lake_dir):
         report.table_rows[f"{layer}.{name}"] = lake.read_day(spark, lake_dir, layer, name,
                                                             run_date).count()

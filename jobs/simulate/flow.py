@@ -68,6 +68,8 @@ class Track:
     broker_offset: dict[int, list[int]] = field(default_factory=dict)
     consumer_offset: dict[int, list[int]] = field(default_factory=dict)
     owners: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
+    # times of the written connections rounds: DESIGN.md §5 liveness is read from them
+    connection_ts: list[int] = field(default_factory=list)
 
 
 class Flow:
@@ -487,6 +489,7 @@ class Flow:
                 conn.append(f'{{"ts":"{iso}",{self.conn_static[(p.idx, ch.broker)]}'
                             f'"last_update_timestamp":{lu},"subscriptions":{self._subs(p)}}}')
         self.files.write_lines("connections", ts_conn, "part-00000.jsonl", conn)
+        self.track.connection_ts.append(ts_conn)
         # running_info: per client id, answered by its first channel (facts §3, §6.1)
         ts_ri = t + int(self.rng.integers(2600, 5000))
         iso8 = clock.iso_gmt8(ts_ri)

@@ -46,10 +46,11 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
                 window: tuple[int, int]) -> dict:
     tr = flow.track
     ts = tr.snapshot_ts
+    seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
     for gq in flow.tracked:
-        episodes += _runs(gq, ts, tr, "orphan", lambda k: not tr.owners[gq][k])
-        episodes += _runs(gq, ts, tr, "double", lambda k: len(tr.owners[gq][k]) >= 2)
+        episodes += _runs(gq, ts, tr, "orphan", lambda k: not (seen[k] and tr.owners[gq][k]))
+        episodes += _runs(gq, ts, tr, "double", lambda k: seen[k] and len(tr.owners[gq][k]) >= 2)
         episodes += _stuck_runs(gq, ts, tr)
     episodes = [e for e in episodes if _keep(e, ts, tr)]
     faults_out = []
@@ -68,6 +69,14 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
 
 
 # --- episodes --------------------------------------------------------------------------------------
+
+def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
+    """Per snapshot: is any connection record written in (t − liveness_window, t]? Owners count
+    only when their liveness can be read off the data (DESIGN.md §5) — not at the day's first
+    snapshot, which comes before the day's first connections round."""
+    window = 90_000
+    return [any(t - window < c <= t for c in connection_ts) for t in ts]
+
 
 def _runs(gq: int, ts: list[int], tr, kind: str, flag) -> list[Episode]:
     out, start, last = [], None, None
