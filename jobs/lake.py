@@ -68,7 +68,8 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
     """
     path = staging_path(lake, run_id, name)
     df.write.mode("overwrite").parquet(path)
-    return spark.read.parquet(path)
+    # the schema is given: an empty frame leaves no Parquet file to infer it from on Sail
+    return spark.read.schema(df.schema).parquet(path)
 
 
 def drop_staging(lake: str | Path, run_id: str) -> None:
