@@ -246,13 +246,19 @@ def allocation_error(strategy: Column, current_cid: Column, mq_all: Column, cid_
 
 # --- transforms ----------------------------------------------------------------------------------
 
+def _nullable(name: str) -> Column:
+    """``name`` declared nullable: Sail 0.7 fails some joins over a non-nullable key column
+    ("Physical input schema should be the same as the one converted from logical input schema")."""
+    return F.when(F.col(name).isNotNull(), F.col(name)).alias(name)
+
+
 def with_state_defaults(states_df: DataFrame) -> DataFrame:
     """Add the optional state columns a caller left out as typed nulls; select the state contract."""
     for name, data_type in OPTIONAL_STATE_COLUMNS.items():
         if name not in states_df.columns:
             states_df = states_df.withColumn(name, F.lit(None).cast(data_type))
     return states_df.select(
-        "state_id", "strategy", F.col("virtual_nodes").cast("int").alias("virtual_nodes"),
+        _nullable("state_id"), "strategy", F.col("virtual_nodes").cast("int").alias("virtual_nodes"),
         "consumer_idcs", "config_queues", "mq_all", "cid_all")
 
 
@@ -387,7 +393,7 @@ def with_allocation(states_df: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """
     def transform(calls_df: DataFrame) -> DataFrame:
         states = with_state_defaults(states_df)
-        distinct_df = (calls_df.select("state_id", "current_cid").distinct()
+        distinct_df = (calls_df.select(_nullable("state_id"), _nullable("current_cid")).distinct()
                        .join(states, "state_id", "inner"))
         answered_df = answer_calls(distinct_df).select(
             F.col("state_id").alias("_state_id"), F.col("current_cid").alias("_current_cid"), *RESULT_COLUMNS)
