@@ -8,15 +8,20 @@ Vocabulary (RocketMQ's, rocketmq-facts.md §1):
   ``consumer_idcs`` (null = never set) and ``config_queues`` (null = never set);
 - a **call** is ``(state_id, current_cid)``: one client running the state's strategy.
 
-Every strategy is plain Spark SQL (column functions, higher-order array functions, one ring join),
-so the same plan runs on Sail and on classic Spark and no Python worker is involved: a pandas UDF
-would buy nothing here, and none is needed. The replay runs once per distinct (state, client):
-- AVG, AVG_BY_CIRCLE, MACHINE_ROOM and CONFIG are array arithmetic on the call's row.
-- MACHINE_ROOM_NEARBY is split into rows, one per sub-call of its inner strategy (own room, then
-  each orphan room), answered like a plain call and flattened back in order. Nesting the inner
-  strategy inside a lambda instead gives expression trees that took Sail many seconds to plan.
-- CONSISTENT_HASH needs the MD5 ring: built once per state with ``explode`` and resolved with one
-  window over the state's hashes.
+Every strategy is plain Spark SQL (column functions, higher-order array functions, one window),
+so the same plan runs on Sail and on classic Spark and no Python worker is involved: the rare
+strategies (CONFIG, MACHINE_ROOM, NEARBY) are short array expressions too, so a pandas UDF would
+buy nothing, and Sail's support for them is untested. Each distinct (state, client) call is
+exploded once into work items and regrouped (answer_calls):
+- AVG, AVG_BY_CIRCLE and MACHINE_ROOM are array arithmetic on a SUB_CALL item; CONFIG and the
+  validation errors are read off the CALL item.
+- MACHINE_ROOM_NEARBY becomes one SUB_CALL per inner call (own room, then each orphan room),
+  flattened back in order. Nesting the inner strategy inside a lambda instead gave expression
+  trees that took Sail many seconds to plan.
+- CONSISTENT_HASH: the first call of a state brings VNODE items (the MD5 ring) and QUEUE items;
+  one window over the state's hashes routes each queue (the "ring join").
+Single pass on purpose: Sail re-executes a shared sub-plan for every reference (``cache()`` is a
+no-op there), so self-joins would recompute the caller's input, e.g. a snapshot hash, each time.
 
 Known limit, CONSISTENT_HASH only: when two vnodes of a state collide on a 32-bit hash *and* a
 duplicated client id is added after the collision, Java numbers that duplicate's replicas from
@@ -485,8 +490,9 @@ def replay_snapshots(snapshots_df: DataFrame, *, sort_inputs: bool = True) -> Da
     ``snapshots_df``: one row per (snapshot, client) with ``current_cid``, ``strategy``, ``mq_all``,
     ``cid_all`` and optionally ``virtual_nodes``, ``consumer_idcs``, ``config_queues``; other
     columns are kept. Adds ``state_id`` and the result columns. The replay runs on the distinct
-    states and distinct (state, client) calls, so its cost grows with membership and route
-    changes, not with the number of snapshots.
+    (state, client) calls, so its cost grows with membership and route changes, not with the
+    number of snapshots; what stays per snapshot row is hashing the state (once for the dedup,
+    once for the join back: Sail does not cache) and the join itself.
     """
     keyed_df = snapshots_df.transform(with_state_id(sort_inputs))
     distinct_df = (keyed_df.select(*STATE_COLUMNS, "current_cid")
