@@ -362,9 +362,9 @@ def explode_work_items(calls_df: DataFrame) -> DataFrame:
                    & (F.size(mq_all) > 0) & (F.size(cid_all) > 0))
     reaches_strategy = (F.col("_error").isNull() & F.col("_is_in_cid_all")
                         & ~strategy.isin("CONFIG", "CONSISTENT_HASH"))
-    # Item arrays are all built by transform() and emptied by filter(), never by when(): Sail
-    # concatenates only arrays whose types agree on nullability as well.
-    # null lists (Java nulls) would null the whole concat and lose the call: only the error reads them
+    # Item arrays are built by transform() and emptied by filter(), never by when(), and cast to
+    # one type: Sail concatenates only arrays whose types agree on nullability as well. Null
+    # lists (Java nulls) would null the whole concat and lose the call; only the error reads them.
     some_mqs = F.coalesce(mq_all, _empty_mqs())
     some_cids = F.coalesce(cid_all, F.array().cast(STRING_ARRAY))
     items = F.concat(
@@ -402,7 +402,9 @@ def with_routed_owner(items_df: DataFrame) -> DataFrame:
 def answer_calls(calls_df: DataFrame) -> DataFrame:
     """Answer distinct calls that carry their state's columns, reading them once.
 
-    Adds ``allocated``, ``error_class``, ``error_message``. CONFIG returns its configured list to
+    Input: one row per distinct (``state_id``, ``current_cid``) with the state columns (a repeated
+    call would be counted twice). Returns ``state_id, current_cid, allocated, error_class,
+    error_message``. CONFIG returns its configured list to
     anyone, unvalidated, null if never set (facts §1.4); the others return [] to a caller not in
     cidAll (facts §1.0), else their strategy's list; a call that threw gets null.
     """
