@@ -11,8 +11,7 @@ from tests.replay.replay_vectors import VECTOR_RECORDS, VECTORS_FILE
 
 @pytest.fixture(scope="session")
 def vector_records() -> list[dict]:
-    if not VECTOR_RECORDS:
-        pytest.skip(f"allocation vectors not found at {VECTORS_FILE} (set ROCKETLENS_VECTORS)")
+    assert len(VECTOR_RECORDS) == 240, f"expected the 240 public vectors in {VECTORS_FILE}"
     return VECTOR_RECORDS
 
 

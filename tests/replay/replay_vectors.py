@@ -1,8 +1,9 @@
 """The Java-made allocation vectors and how to compare a replay with them.
 
-The vectors (``../shared/vectors/``, or ``ROCKETLENS_VECTORS``) were produced by RocketMQ's own
-classes; they are the expected values. NullPointerException messages are JDK text, so only the
-class of an NPE is compared (vectors/README.md).
+The vectors (a copy of the steering repo's ``shared/vectors/`` in ``tests/data/vectors/``, or the
+folder ``ROCKETLENS_VECTORS`` names) were produced by RocketMQ's own classes; they are the expected
+values. A missing file fails the tests: they never pass by skipping. NullPointerException
+messages are JDK text, so only the class of an NPE is compared (vectors/README.md).
 """
 
 from __future__ import annotations
@@ -11,17 +12,13 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
-VECTORS_DIR = Path(os.environ.get("ROCKETLENS_VECTORS", REPO_ROOT.parent / "shared" / "vectors"))
+VECTORS_DIR = Path(os.environ.get("ROCKETLENS_VECTORS", REPO_ROOT / "tests" / "data" / "vectors"))
 VECTORS_FILE = VECTORS_DIR / "allocation_vectors_public.jsonl"
 NPE = "java.lang.NullPointerException"
 
 
 def load_vector_records() -> list[dict]:
-    if not VECTORS_FILE.exists():
-        return []
     with open(VECTORS_FILE, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -55,8 +52,8 @@ def mismatches(expected_record: dict, produced: dict) -> list[str]:
 
 
 def vector_record(case_id: str) -> dict:
-    """One vector by id; skips the test when the vectors are absent."""
+    """One vector by id."""
     for record in VECTOR_RECORDS:
         if record["case_id"] == case_id:
             return record
-    pytest.skip(f"vector {case_id} not found at {VECTORS_FILE}")
+    raise LookupError(f"vector {case_id} not found in {VECTORS_FILE}")
