@@ -261,7 +261,8 @@ def evidence() -> Column:
             F.lit(" stays")))
         .when(rc == "SLOW_MESSAGE", F.concat(
             F.lit("message "), offset, F.lit(" hangs in "),
-            F.coalesce(F.array_join("_pinned_by", ", "), _text("owner")),
+            F.when(F.size("_pinned_by") > 0, F.array_join("_pinned_by", ", "))
+            .otherwise(_text("owner")),
             F.lit(": cached_msg_min_offset = commit offset while "),
             _text("redelivery_risk"),
             F.lit(" later messages finished (in-flight span "), _text("in_flight_span"),
