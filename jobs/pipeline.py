@@ -23,8 +23,10 @@ from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
+from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
+from jobs.silver.consume_status import build_consume_status
 from jobs.silver.membership import build_group_members
 from jobs.silver.ownership import build_queue_ownership
 from jobs.silver.process_queues import build_process_queues
@@ -89,6 +91,7 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
                                                            bronze["running_info"]),
         "client_config": build_client_config(bronze["running_info"]),
         "process_queues": build_process_queues(bronze["running_info"]),
+        "consume_status": build_consume_status(bronze["running_info"]),
         "queue_ownership": build_queue_ownership(
             bronze["running_info"], bronze["client_log_events"], bronze["connections"],
             settings.detection.persist_interval_seconds),
@@ -115,6 +118,12 @@ def orphan_rules(settings: Settings) -> OrphanRules:
                        s.critical_lag, s.critical_minutes)
 
 
+def stuck_rules(settings: Settings) -> StuckRules:
+    d, s = settings.detection, settings.severity
+    return StuckRules(d.max_snapshot_gap_seconds, d.stuck_min_duration_seconds,
+                      d.consume_concurrently_max_span, s.critical_lag, s.critical_minutes)
+
+
 def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
                 settings: Settings) -> dict[str, DataFrame]:
     """Every gold table's frame from the day's silver tables (and bronze log events)."""
@@ -126,6 +135,9 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "double_owned_queues": build_double_owned_queues(
             silver["queue_state"], group_context, silver["group_members"],
             orphan_rules(settings)),
+        "stuck_queues": build_stuck_queues(
+            silver["queue_state"], silver["process_queues"], silver["client_config"],
+            silver["consume_status"], bronze["client_log_events"], stuck_rules(settings)),
     }
 
 

@@ -1,4 +1,4 @@
-"""silver.queue_offsets: one row per (group, queue, snapshot) with lag and deltas."""
+"""silver.queue_offsets: one row per (group, queue, snapshot) with lag, time lag and deltas."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
     ``inflight`` = pull_offset − consumer_offset (5.1+ brokers only, facts §5.1).
     ``broker_reports_no_owner``: the collector's ``consumerProgress -s`` said ``N/A`` — no
     reachable client holds the queue (facts §5.2); null when the collector did not ask.
+    ``time_lag_seconds``: age of the oldest unconsumed message, see :func:`with_time_lag`.
     """
     snapshots = filter_first_per_key(offsets_df, QUEUE_KEY + ["ts"])
     by_queue = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
-    return snapshots.select(
+    offsets = snapshots.select(
         *QUEUE_KEY,
         "ts",
         "broker_offset",
@@ -50,3 +51,61 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         .alias("consumer_offset_delta"),
         "date",
     )
+    return with_time_lag(offsets).select(*COLUMNS)
+
+
+COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", "lag",
+           "time_lag_seconds", "inflight", "last_consumed_at", "owner_ip",
+           "broker_reports_no_owner", "is_retry_topic", "prev_ts", "broker_offset_delta",
+           "consumer_offset_delta", "date"]
+
+
+def with_time_lag(offsets_df: DataFrame) -> DataFrame:
+    """Add ``time_lag_seconds``: how long the oldest unconsumed message (the one at
+    ``consumer_offset``) has been waiting at this snapshot — measured, never extrapolated.
+
+    Its store time is bounded by two facts of the queue's own snapshot history:
+    - it is not earlier than ``last_consumed_at`` (the broker's ``lastTimestamp``, the store time of
+      the message at consumerOffset − 1, facts §5.1), nor than the latest snapshot whose
+      ``broker_offset`` (the queue's max offset) was still ≤ ``consumer_offset`` — the message did
+      not exist then;
+    - it is not later than the first snapshot whose ``broker_offset`` exceeded ``consumer_offset``.
+    The column is ``ts`` minus the earliest possible store time (the larger of the two lower
+    bounds), capped by the upper bound — i.e. the longest the message can have waited. On a busy
+    queue ``last_consumed_at`` is milliseconds before the oldest message's own store time; after an
+    idle spell the snapshot bound is within one snapshot interval. 0 when ``lag`` is 0; null when
+    neither lower bound is known (nothing consumed yet and the history starts with the backlog).
+
+    Both bounds come from one sort of the queue's broker offsets and consumer offsets together
+    (no self-join): rows are ordered by offset, a snapshot's broker offset ranking before an equal
+    consumer offset, so for each consumer offset the broker-offset rows before it are the snapshots
+    with ``broker_offset ≤ consumer_offset`` and those after it exceed it. Broker offsets only grow
+    (truncation aside), so "after it" is also "from that snapshot on".
+    """
+    # A non-literal rank column: Sail cannot sort a union whose branches hold literal columns.
+    zero = F.col("broker_offset") * 0
+    brokers = offsets_df.select(*QUEUE_KEY, F.col("broker_offset").alias("_offset"),
+                                zero.alias("_is_query"), F.col("ts").alias("_broker_ts"),
+                                F.col("ts").alias("_query_ts"))
+    queries = offsets_df.select(*QUEUE_KEY, F.col("consumer_offset").alias("_offset"),
+                                (zero + 1).alias("_is_query"),
+                                F.col("ts").alias("_broker_ts"), F.col("ts").alias("_query_ts"))
+    by_offset = Window.partitionBy(*QUEUE_KEY).orderBy("_offset", "_is_query", "_query_ts")
+    broker_ts = F.when(F.col("_is_query") == 0, F.col("_broker_ts"))
+    bounds = (brokers.unionByName(queries)
+              .select(*QUEUE_KEY, "_is_query", F.col("_query_ts").alias("ts"),
+                      F.max(broker_ts).over(by_offset.rowsBetween(Window.unboundedPreceding, -1))
+                      .alias("_not_yet_stored_at"),
+                      F.min(broker_ts).over(by_offset.rowsBetween(1, Window.unboundedFollowing))
+                      .alias("_stored_by"))
+              .where(F.col("_is_query") == 1)
+              .drop("_is_query"))
+    lower = F.greatest("last_consumed_at", "_not_yet_stored_at")
+    since = F.least(lower, "_stored_by")
+    waited = (F.unix_millis("ts") - F.unix_millis(since)) / F.lit(1000.0)
+    return (offsets_df.join(bounds, on=[*QUEUE_KEY, "ts"], how="left")
+            .withColumn("time_lag_seconds",
+                        F.when(F.col("lag") == 0, F.lit(0.0))
+                        .when(lower.isNotNull(), F.greatest(waited, F.lit(0.0)))
+                        .cast("double"))
+            .drop("_not_yet_stored_at", "_stored_by"))

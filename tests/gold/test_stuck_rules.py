@@ -1,0 +1,172 @@
+"""gold.stuck_queues and silver.queue_offsets.time_lag_seconds on small hand-built days (both
+engines): Burrow's rules (an idle or moving queue is never stuck), a pinned offset with a live
+owner versus an owner that went away, and each root cause's evidence."""
+
+import datetime as dt
+
+from chispa import assert_df_equality
+
+from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.silver.queue_offsets import with_time_lag
+
+T0 = dt.datetime(2025, 11, 21, 10, 0, 0)
+DAY = T0.date()
+RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
+                   consume_concurrently_max_span=2000, critical_lag=10000, critical_minutes=30)
+
+STATE_SCHEMA = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+                "ts timestamp, lag long, broker_offset long, consumer_offset long, "
+                "owners array<string>, owner_count int, claimed_by array<string>, date date")
+PQ_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
+             "broker_name string, queue_id int, commit_offset long, cached_msg_min_offset long, "
+             "cached_msg_max_offset long, cached_msg_count long, dropped boolean, "
+             "last_consume_at timestamp, date date")
+CONFIG_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, "
+                 "consume_concurrently_max_span long, date date")
+STATUS_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
+                 "consume_failed_tps double, date date")
+EVENTS_SCHEMA = ("group string, ts timestamp, event string, "
+                 "queues array<struct<topic:string,broker_name:string,queue_id:int>>, "
+                 "offset long, min_offset long")
+RESULT_COLUMNS = ["queue_id", "owner", "stuck_since", "last_seen", "stuck_minutes",
+                  "committed_offset", "lag_end", "blocking_offset", "in_flight_span",
+                  "flow_controlled", "redelivery_risk", "released_at", "root_cause", "severity"]
+RESULT_SCHEMA = ("queue_id int, owner string, stuck_since timestamp, last_seen timestamp, "
+                 "stuck_minutes double, committed_offset long, lag_end long, "
+                 "blocking_offset long, in_flight_span long, flow_controlled boolean, "
+                 "redelivery_risk long, released_at timestamp, root_cause string, "
+                 "severity string")
+
+
+def at(minute, second=0.0):
+    return T0 + dt.timedelta(minutes=minute, seconds=second)
+
+
+def state(queue_id, rows):
+    """``rows``: (minute, broker_offset, consumer_offset, live owners, claimants)."""
+    return [("c", "g", "t", "b", queue_id, at(m), max(bo - co, 0), bo, co, owners,
+             len(owners), claims, DAY) for m, bo, co, owners, claims in rows]
+
+
+def pinned_rows(queue_id, offset, owners_at, claims=("c1",), minutes=range(8)):
+    return state(queue_id, [(m, offset + 10 * (m + 1), offset, owners_at(m), list(claims))
+                            for m in minutes])
+
+
+def live(*ids):
+    return lambda m: list(ids)
+
+
+def hand_day():
+    rows = []
+    # 0: idle — offset constant, lag 0, owner live
+    rows += state(0, [(m, 100, 100, ["c1"], ["c1"]) for m in range(8)])
+    # 1: moving — lag > 0, the offset advances every snapshot
+    rows += state(1, [(m, 200 + 20 * m + 15, 200 + 20 * m, ["c1"], ["c1"]) for m in range(8)])
+    # 2: pinned at 500 by a hung message of live c1, released (offset jump) at minute 8
+    rows += pinned_rows(2, 500, live("c1"))
+    rows += state(2, [(8, 600, 590, ["c1"], ["c1"])])
+    # 3: pinned at 300; owner c2 live until minute 3, then gone (claims outlive it)
+    rows += pinned_rows(3, 300, lambda m: ["c2"] if m <= 3 else [], claims=("c2",))
+    # 4: never owned while lagging
+    rows += pinned_rows(4, 400, live(), claims=())
+    # 5: pinned at 700 with live c1 and nothing else known
+    rows += pinned_rows(5, 700, live("c1"))
+    # 6: pinned at 800, live c3 failing every message
+    rows += pinned_rows(6, 800, live("c3"), claims=("c3",))
+    # 7: pinned only 4 minutes, then moves
+    rows += pinned_rows(7, 900, live("c1"), minutes=range(5))
+    rows += state(7, [(5, 1000, 990, ["c1"], ["c1"])])
+    # 8: a lag-0 snapshot in the middle of a pin splits it into two short ones
+    rows += state(8, [(m, 1100 + (0 if m == 4 else 10 * (m + 1)), 1100, ["c1"], ["c1"])
+                      for m in range(8)])
+    # 9: nulls (no lag known, no owners known)
+    rows += [("c", "g", "t", "b", 9, at(m), None, None, None, [], 0, [], DAY) for m in range(8)]
+    return rows
+
+
+def process_queue_rows():
+    rows = []
+    for m in range(8):
+        # c1 holds 500 while later ones finish: max grows by 10 a minute, one message cached
+        rows.append(("c", "g", "c1", at(m, 3), "t", "b", 2, 500, 500, 500 + 10 * m, 1, False,
+                     at(m, 1), DAY))
+        # c3 caches nothing (every message fails and is retried in place)
+        rows.append(("c", "g", "c3", at(m, 3), "t", "b", 6, 800, 0, 0, 0, False, None, DAY))
+    rows.append(("c", "g", "c9", at(0, 3), "t", "b", 9, None, None, None, None, None, None, DAY))
+    return rows
+
+
+def run(spark):
+    cfg = [("c", "g", "c1", at(m, 3), 40, DAY) for m in range(8)]
+    cfg.append(("c", "g", "c3", at(0, 3), None, DAY))
+    status = [("c", "g", "c3", at(m, 3), "t", 2.5, DAY) for m in range(8)]
+    status.append(("c", "g", "c1", at(0, 3), "t", None, DAY))
+    mq = [("t", "b", 2)]
+    events = [("g", at(7, 30), "SEND_EXPIRE_MSG_BACK", [("t", None, 2)], 500, None),
+              ("g", at(5, 10), "FLOW_CONTROL_SPAN", [("t", "b", 6)], None, 799),
+              ("g", at(6, 10), "FLOW_CONTROL_COUNT", mq, None, 500),
+              (None, None, None, None, None, None)]
+    return build_stuck_queues(
+        spark.createDataFrame(hand_day(), STATE_SCHEMA),
+        spark.createDataFrame(process_queue_rows(), PQ_SCHEMA),
+        spark.createDataFrame(cfg, CONFIG_SCHEMA),
+        spark.createDataFrame(status, STATUS_SCHEMA),
+        spark.createDataFrame(events, EVENTS_SCHEMA), RULES)
+
+
+def test_stuck_queues_of_the_hand_day(spark):
+    actual = run(spark)
+    expected = spark.createDataFrame([
+        # hung message: pinned min = commit while 70 later messages finished; span 70 ≥ c1's 40
+        (2, "c1", at(0), at(7), 7.0, 500, 80, 500, 70, True, 70, at(7, 30), "SLOW_MESSAGE",
+         "WARN"),
+        # owner went away holding the commit (Burrow's STOP), not a pin
+        (3, "c2", at(0), at(7), 7.0, 300, 80, None, None, False, 0, None, "OWNER_DOWN", "WARN"),
+        (4, None, at(0), at(7), 7.0, 400, 80, None, None, False, 0, None, "NO_OWNER", "WARN"),
+        (5, "c1", at(0), at(7), 7.0, 700, 80, None, None, False, 0, None, "UNKNOWN", "WARN"),
+        (6, "c3", at(0), at(7), 7.0, 800, 80, None, 0, False, 0, None, "CONSUME_FAILING",
+         "WARN"),
+    ], RESULT_SCHEMA)
+    # collected first: chispa sorts, and Sail's sort planning is fragile over wide plans
+    actual = spark.createDataFrame(actual.select(*RESULT_COLUMNS).collect(), RESULT_SCHEMA)
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_an_idle_or_moving_queue_is_never_stuck(spark):
+    queues = {r.queue_id for r in run(spark).collect()}
+    assert not queues & {0, 1, 7, 8, 9}
+
+
+def test_evidence_names_the_owner_offsets_and_release(spark):
+    rows = {r.queue_id: r.evidence for r in run(spark).collect()}
+    assert rows[2].startswith("message 500 hangs in c1: ")
+    assert "released at 2025-11-21 10:07:30 UTC by the expired-message cleaner" in rows[2]
+    assert rows[3].startswith("owner c2 was last live at 2025-11-21 10:03:00 UTC")
+    assert "still stuck at the last snapshot" in rows[4]
+
+
+def test_time_lag_is_the_age_of_the_oldest_unconsumed_message(spark):
+    schema = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+              "ts timestamp, broker_offset long, consumer_offset long, lag long, "
+              "last_consumed_at timestamp, date date")
+    rows = [
+        # caught up, then 10 messages arrive after 10:00 and nobody consumes them until 10:03
+        ("c", "g", "t", "b", 0, at(0), 100, 100, 0, at(-1), DAY),
+        ("c", "g", "t", "b", 0, at(1), 110, 100, 10, at(-1), DAY),
+        ("c", "g", "t", "b", 0, at(2), 120, 100, 20, at(-1), DAY),
+        # busy: message 114 was stored at 10:01:30, so 115 can be no older than that
+        ("c", "g", "t", "b", 0, at(3), 130, 115, 15, at(1, 30), DAY),
+        # no history before the backlog: only lastTimestamp bounds it
+        ("c", "g", "t", "b", 1, at(0), 50, 40, 10, at(-2), DAY),
+        # no history and nothing ever consumed: unknown
+        ("c", "g", "t", "b", 2, at(0), 50, 0, 50, None, DAY),
+    ]
+    actual = with_time_lag(spark.createDataFrame(rows, schema)).select(
+        "queue_id", "ts", "time_lag_seconds")
+    expected = spark.createDataFrame([
+        (0, at(0), 0.0), (0, at(1), 60.0), (0, at(2), 120.0), (0, at(3), 90.0),
+        (1, at(0), 120.0), (2, at(0), None),
+    ], "queue_id int, ts timestamp, time_lag_seconds double")
+    actual = spark.createDataFrame(actual.collect(), actual.schema)
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
