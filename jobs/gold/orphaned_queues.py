@@ -81,7 +81,7 @@ def orphan_episodes(snapshots_df: DataFrame, rules: OrphanRules) -> DataFrame:
         .alias("non_subscribers"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list(
             F.coalesce("strategies", F.array().cast("array<string>")))))).alias("strategies"),
-        F.max(F.coalesce("live_processes", F.lit(0))).alias("max_live"),
+        F.max_by(F.coalesce("live_processes", F.lit(0)), "ts").alias("live_at_end"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("claimed_by"))))
         .alias("stale_claims"),
         F.max(F.col("broker_reports_no_owner").cast("int")).alias("broker_na"),
@@ -127,7 +127,7 @@ def with_root_cause(episodes_df: DataFrame, not_in_cid_all_df: DataFrame,
              .when(F.size("strategies") > 1, F.lit("STRATEGY_INCONSISTENT"))
              .when(F.coalesce(F.size("not_in_cid_all"), F.lit(0)) > 0,
                    F.lit("CLIENT_NOT_IN_CID_ALL"))
-             .when(F.col("max_live") == 0, F.lit("NO_LIVE_CONSUMER"))
+             .when(F.col("live_at_end") == 0, F.lit("NO_LIVE_CONSUMER"))
              .when((F.col("orphaned_minutes") * 60 < rules.orphan_transient_max_seconds)
                    & F.col("membership_changed_at").isNotNull(), F.lit("REBALANCE_GAP"))
              .otherwise(F.lit("UNKNOWN")))
@@ -161,7 +161,9 @@ def evidence(would_be_owner: Column) -> Column:
         .when(rc == "CLIENT_NOT_IN_CID_ALL", F.concat(
             F.lit("[BUG] not in cidAll logged by "), F.array_join("not_in_cid_all", ", "),
             F.lit(": that client dropped all queues of the topic for the run")))
-        .when(rc == "NO_LIVE_CONSUMER", F.lit("no member of the group had a live connection"))
+        .when(rc == "NO_LIVE_CONSUMER", F.concat(
+            F.lit("no member of the group has a live connection at the end; last claimed by "),
+            F.coalesce(F.array_join("stale_claims", ", "), F.lit("nobody"))))
         .when(rc == "REBALANCE_GAP", F.concat(
             F.lit("transient gap around a membership change at "),
             _iso(F.col("membership_changed_at")),

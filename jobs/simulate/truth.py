@@ -24,6 +24,7 @@ from jobs.simulate.writers import Clock
 ORPHAN_MIN_MS = 120_000
 STUCK_MIN_MS = 300_000
 MAX_GAP_MS = 300_000
+TRANSIENT_MAX_MS = 300_000
 CRITICAL_LAG = 10_000
 CRITICAL_MS = 30 * 60_000
 WHATIF_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
@@ -202,6 +203,10 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
             continue
         if e.kind == "orphan":
             claimed.add(i)
+            if cause == "REBALANCE_GAP" and ts[e.last] - ts[e.first] >= TRANSIENT_MAX_MS:
+                # DESIGN.md §5: a gap is transient (< orphan_transient_max); a crash nobody
+                # takes over leaves the group without a live consumer once the channel expires
+                cause = "NO_LIVE_CONSUMER"
             orphaned.append(_episode_row(e, flow, clock, cause, cluster,
                                          would_be_owner=_would_be_owner(fault, cluster, flow, e, mq)))
             queues.append(mq)

@@ -70,6 +70,17 @@ def test_lone_consumer_crash_is_no_owner_as_the_truth_says(lone_crash):
     assert all("not live" in r.evidence for r in rows)
 
 
+def test_lone_consumer_crash_orphans_are_no_live_consumer_as_the_truth_says(lone_crash):
+    """Nobody takes over: once the crashed channel expires no member is live (DESIGN.md §5);
+    the gap is far longer than a transient rebalance gap."""
+    truth, layers = lone_crash
+    rows = layers["gold"]["orphaned_queues"].collect()
+    want = expected(truth, "expected_orphaned_queues")
+    assert sorted((r.queue_id, r.root_cause) for r in rows) == sorted(
+        (w["queue_id"], w["root_cause"]) for w in want)
+    assert {r.root_cause for r in rows} == {"NO_LIVE_CONSUMER"}
+
+
 def test_slow_message_is_one_finding_with_the_blocking_offset_and_its_release(scenario_day):
     truth, layers = scenario_day("slow-message")
     (want,) = expected(truth, "expected_stuck_queues")
