@@ -47,7 +47,7 @@ dist: $(STAMP)
 	$(DIST_VENV)/bin/pip install --quiet dist/rocketlens-*.whl
 	$(DIST_VENV)/bin/pip uninstall --quiet --yes pyspark pysail
 	$(BIN)/pip install --quiet venv-pack==0.2.0
-	$(BIN)/venv-pack --prefix $(DIST_VENV) --output dist/rocketlens-venv.tar.gz $(VENV_PACK_ARGS)
+	$(BIN)/venv-pack --quiet --prefix $(DIST_VENV) --output dist/rocketlens-venv.tar.gz $(VENV_PACK_ARGS)
 	cp jobs/entrypoint.py dist/entrypoint.py
 	cp -r conf dist/conf
 	@ls -l dist
