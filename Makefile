@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-sail test-spark venv clean bench
+.PHONY: demo test test-sail test-spark test-airflow venv clean bench dist
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "python3.11 not found: install Python 3.11 or run 'make PY=/path/to/python3.11'"; exit 1; }
@@ -19,8 +19,10 @@ demo: $(STAMP)
 	$(BIN)/rocketlens demo --lake demo-out/lake --out demo-out
 
 # The suite runs twice: everything on Sail, then every transform on classic Spark local[2]
-# (Delta tests deselected there: the Delta jars come from Maven Central, out of reach here).
-test: $(STAMP) test-sail test-spark
+# (Delta tests deselected there: the Delta jars come from Maven Central, out of reach here;
+# the real spark-submit runs there too, on a Parquet lake). Then the Airflow DAG tests, in
+# their own venv with real Airflow 3 (airflow/run_tests.sh).
+test: $(STAMP) test-sail test-spark test-airflow
 
 test-sail: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q
@@ -28,8 +30,30 @@ test-sail: $(STAMP)
 test-spark: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "not delta and not sail_only"
 
+test-airflow:
+	PY=$(PY) bash airflow/run_tests.sh
+
+# Production artefacts under dist/ (see the README's spark-submit recipe): the wheel, a packed
+# venv for `spark-submit --archives dist/rocketlens-venv.tar.gz#environment` (without pyspark
+# and pysail: the cluster's Spark puts its own pyspark first on PYTHONPATH), the entry script and
+# conf/. The packed venv links to the interpreter it was built with ($(PY)); nodes need Python
+# 3.11 at that path, or pass VENV_PACK_ARGS="--python-prefix /their/prefix".
+DIST_VENV := build/dist-venv
+VENV_PACK_ARGS ?=
+dist: $(STAMP)
+	rm -rf dist $(DIST_VENV)
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+	$(PY) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/pip install --quiet dist/rocketlens-*.whl
+	$(DIST_VENV)/bin/pip uninstall --quiet --yes pyspark pysail
+	$(BIN)/pip install --quiet venv-pack==0.2.0
+	$(BIN)/venv-pack --quiet --prefix $(DIST_VENV) --output dist/rocketlens-venv.tar.gz $(VENV_PACK_ARGS)
+	cp jobs/entrypoint.py dist/entrypoint.py
+	cp -r conf dist/conf
+	@ls -l dist
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache
+	rm -rf $(VENV) .venv-airflow demo-out .pytest_cache build dist

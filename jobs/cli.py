@@ -78,6 +78,12 @@ def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
 
 
+class FindingsAtOrAbove(RocketlensError):
+    """The run succeeded and found what ``--fail-on`` asks to fail on (exit 3, for Airflow)."""
+
+    exit_code = 3
+
+
 @main.command()
 @_opt("--date", "run_date", required=True, callback=_parse_date, help="UTC day YYYY-MM-DD.")
 @_opt("--landing", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -87,26 +93,43 @@ def main() -> None:
 @_opt("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
 @_opt("--remote", default=None, help="Spark Connect URL for --engine connect.")
 @_opt("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
+@_opt("--fail-on", type=click.Choice(["INFO", "WARN", "CRITICAL"]), default=None,
+      help="Exit 3 when the day has gold findings at or above this severity.")
+@_opt("--log-format", type=click.Choice(["text", "json"]), default="text",
+      help="Progress on stderr: text, or one JSON object per step with the run_id.")
 def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote: str | None,
-        conf: str | None) -> None:
+        conf: str | None, fail_on: str | None = None, log_format: str = "text") -> None:
     """The nightly pipeline for one day: landing → bronze → silver → gold. Idempotent per day."""
+    from jobs import alerts
+    from jobs import lake as lake_mod
     from jobs.engine import EngineError
     from jobs.pipeline import NoLandingData, run_day
+    from jobs.runlog import RunLog
 
     settings = _load_settings(conf)
+    try:
+        delta = lake_mod.lake_format() == "delta"
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
     if not landing.is_dir():
         raise RocketlensError(f"landing directory {landing} does not exist: check --landing")
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     engine = engine or settings.engine.name
-    click.echo(f"rocketlens run {run_date} run_id={run_id} engine={engine}", err=True)
+    log = RunLog(run_id, run_date, log_format)
+    if log_format == "json":
+        log("started", engine=engine, landing=str(landing), lake=str(lake))
+    else:
+        click.echo(f"rocketlens run {run_date} run_id={run_id} engine={engine}", err=True)
+    findings: dict[str, int] = {}
     try:
-        with _session(engine, remote, settings) as spark:
-            report = run_day(spark, landing, lake, run_date, settings, run_id, now,
-                             progress=lambda m: click.echo(f"  {m}", err=True))
-    except EngineError as exc:
-        raise RocketlensError(str(exc)) from None
-    except NoLandingData as exc:
+        with _session(engine, remote, settings, delta=delta) as spark:
+            report = run_day(spark, landing, lake, run_date, settings, run_id, now, progress=log)
+            if fail_on:
+                findings = alerts.count_findings(spark, lake, run_date, fail_on)
+    except (EngineError, NoLandingData) as exc:
+        if log_format == "json":
+            log("failed", level="ERROR", error=str(exc))
         raise RocketlensError(str(exc)) from None
     click.echo(output.render_table(
         ["source", "source_file", "lines", "accepted", "quarantined", "other_day", "unmatched"],
@@ -115,7 +138,16 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     click.echo()
     click.echo(output.render_table(["table", f"rows {run_date}"],
                                    [[k, v] for k, v in report.table_rows.items()]))
-    click.echo(f"done in {report.seconds:.1f}s", err=True)
+    total = sum(findings.values())
+    if log_format == "json":
+        log("finished", seconds=round(report.seconds, 3), rows=report.table_rows,
+            findings_at_or_above=fail_on and findings)
+    else:
+        click.echo(f"done in {report.seconds:.1f}s", err=True)
+    if total:
+        raise FindingsAtOrAbove(
+            f"{total} findings at or above {fail_on} on {run_date}: "
+            + ", ".join(f"{name}={n}" for name, n in findings.items()))
 
 
 @main.command()

@@ -120,7 +120,7 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
 def _with_delta(builder: SparkSession.Builder, under_submit: bool) -> SparkSession.Builder:
     """Add delta-spark's extension and catalog; add its jars only when none are configured.
 
-    Under spark-submit the jars come from ``--packages io.delta:delta-spark_2.13:<v>`` or the
+    Under spark-submit the jars come from ``--packages io.delta:delta-spark_4.2_2.13:<v>`` or the
     cluster image, and the JVM is already up, so only the SQL settings are added here.
     """
     from pyspark import SparkConf

@@ -8,16 +8,42 @@ fails ``replaceWhere`` on any table whose files hold an array column produced by
 (``collect_set``…): "UnionExec/InterleaveExec requires all inputs to have the same data type"
 (tests/test_lake.py pins it). The two commits are not atomic: a reader between them sees the day
 missing, and a run killed between them leaves it missing until the rerun, which restores it.
+
+Test-only Parquet lake: ``ROCKETLENS_LAKE_FORMAT=parquet`` writes every table as plain Parquet
+(``<table>/date=D/`` replaced per run, schema kept in ``<table>/_rocketlens_schema.json`` so an
+empty day still reads back). It exists for tests and air-gapped checks of the whole pipeline on
+classic Spark, whose Delta jars come from Maven Central; it has no transactions, no ``sql`` or
+``tables`` registration, and is never for production.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import shutil
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 LAYERS = ("bronze", "silver", "gold")
+LAKE_FORMATS = ("delta", "parquet")
+FORMAT_ENV = "ROCKETLENS_LAKE_FORMAT"
+PARQUET_SCHEMA_FILE = "_rocketlens_schema.json"
+
+
+def lake_format() -> str:
+    """``delta`` unless ``ROCKETLENS_LAKE_FORMAT=parquet`` (tests and air-gapped checks only)."""
+    value = os.environ.get(FORMAT_ENV, "delta").strip().lower() or "delta"
+    if value not in LAKE_FORMATS:
+        raise ValueError(f"{FORMAT_ENV}={value!r}: choose one of {', '.join(LAKE_FORMATS)}")
+    return value
+
+
+def _is_table(path: Path) -> bool:
+    marker = "_delta_log" if lake_format() == "delta" else PARQUET_SCHEMA_FILE
+    return (path / marker).exists()
 
 
 def table_path(lake: str | Path, layer: str, name: str) -> str:
@@ -25,8 +51,10 @@ def table_path(lake: str | Path, layer: str, name: str) -> str:
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:
-    if not (Path(path) / "_delta_log").is_dir():
+    if not _is_table(Path(path)):
         return False
+    if lake_format() == "parquet":
+        return True
     try:
         spark.read.format("delta").load(path).schema  # noqa: B018 - forces the log read
         return True
@@ -38,15 +66,29 @@ def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, 
               run_date: dt.date) -> None:
     """Replace the ``date = run_date`` partition of ``layer.name`` with ``df`` (all of that day)."""
     path = table_path(lake, layer, name)
-    if table_exists(spark, path):
+    if lake_format() == "parquet":
+        _write_parquet_day(df, path, run_date)
+    elif table_exists(spark, path):
         spark.sql(f"DELETE FROM delta.`{path}` WHERE date = '{run_date.isoformat()}'").collect()
         df.write.format("delta").mode("append").save(path)
     else:
         df.write.format("delta").mode("overwrite").partitionBy("date").save(path)
 
 
+def _write_parquet_day(df: DataFrame, path: str, run_date: dt.date) -> None:
+    """Replace ``<path>/date=D`` by hand: Sail ignores dynamic partition overwrite."""
+    shutil.rmtree(Path(path) / f"date={run_date.isoformat()}", ignore_errors=True)
+    df.write.mode("append").partitionBy("date").parquet(path)
+    (Path(path) / PARQUET_SCHEMA_FILE).write_text(df.schema.json())
+
+
 def read_table(spark: SparkSession, lake: str | Path, layer: str, name: str) -> DataFrame:
-    return spark.read.format("delta").load(table_path(lake, layer, name))
+    path = table_path(lake, layer, name)
+    if lake_format() == "parquet":
+        schema = StructType.fromJson(
+            json.loads((Path(path) / PARQUET_SCHEMA_FILE).read_text()))
+        return spark.read.schema(schema).parquet(path)
+    return spark.read.format("delta").load(path)
 
 
 def read_day(spark: SparkSession, lake: str | Path, layer: str, name: str,
@@ -73,8 +115,6 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
 
 
 def drop_staging(lake: str | Path, run_id: str) -> None:
-    import shutil
-
     shutil.rmtree(Path(lake) / "_staging" / run_id, ignore_errors=True)
     try:
         (Path(lake) / "_staging").rmdir()
@@ -83,13 +123,13 @@ def drop_staging(lake: str | Path, run_id: str) -> None:
 
 
 def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:
-    """``(layer, name, path)`` of every Delta table under the lake, in layer order."""
+    """``(layer, name, path)`` of every lake table (Delta, or the test-only Parquet format)."""
     found = []
     for layer in LAYERS:
         layer_dir = Path(lake) / layer
         if not layer_dir.is_dir():
             continue
-        for table_dir in sorted(p for p in layer_dir.iterdir() if (p / "_delta_log").is_dir()):
+        for table_dir in sorted(p for p in layer_dir.iterdir() if _is_table(p)):
             found.append((layer, table_dir.name, str(table_dir)))
     return found
 

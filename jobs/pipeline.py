@@ -164,19 +164,31 @@ def _union(frames) -> DataFrame:
 
 def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: dt.date,
             settings: Settings, run_id: str, ingested_at: dt.datetime,
-            progress=lambda message: None) -> RunReport:
-    """Run landing → bronze → silver → gold for ``run_date``, replacing that day in every table."""
+            progress=lambda message, **fields: None) -> RunReport:
+    """Run landing → bronze → silver → gold for ``run_date``, replacing that day in every table.
+
+    ``progress(message, **fields)`` is told each step; after each table write the fields are
+    ``stage`` (layer), ``table``, ``rows`` (the day's rows now in the table) and ``seconds``.
+    """
     started = time.monotonic()
     report = RunReport(run_id=run_id, run_date=run_date)
     def stage(df: DataFrame, name: str) -> DataFrame:
-        progress(f"parsing {name}")
+        progress(f"parsing {name}", stage="parse", table=name)
         return lake.stage(spark, df, lake_dir, run_id, name)
+
+    def write(df: DataFrame, layer: str, name: str, began: float | None = None) -> None:
+        began = began or time.monotonic()
+        lake.write_day(spark, df, lake_dir, layer, name, run_date)
+        # counted here rather than at the end, so a long run shows its rows as it goes
+        rows = lake.read_day(spark, lake_dir, layer, name, run_date).count()
+        report.table_rows[f"{layer}.{name}"] = rows
+        progress(f"wrote {layer}.{name}", stage=layer, table=f"{layer}.{name}", rows=rows,
+                 seconds=round(time.monotonic() - began, 3))
 
     try:
         bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage)
         for name, df in bronze.items():
-            progress(f"writing bronze.{name}")
-            lake.write_day(spark, df, lake_dir, "bronze", name, run_date)
+            write(df, "bronze", name)
     finally:
         lake.drop_staging(lake_dir, run_id)
     # Snapshots right after midnight need the previous day's tail (who was live, who claimed
@@ -190,10 +202,10 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
     def write_layer(layer: str, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
         staged = {}
         for name, df in frames.items():
-            progress(f"writing {layer}.{name}")
+            began = time.monotonic()
+            progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}")
             staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}")
-            lake.write_day(spark, only_day(staged[name], run_date), lake_dir, layer, name,
-                           run_date)
+            write(only_day(staged[name], run_date), layer, name, began)
         return staged
 
     try:
@@ -203,9 +215,11 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                                         stored, settings))
     finally:
         lake.drop_staging(lake_dir, run_id)
-    for layer, name, _path in lake.list_tables(lake_dir):
-        report.table_rows[f"{layer}.{name}"] = lake.read_day(spark, lake_dir, layer, name,
-                                                            run_date).count()
+    written, report.table_rows = report.table_rows, {}
+    for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
+        key = f"{layer}.{name}"
+        report.table_rows[key] = (written[key] if key in written
+                                  else lake.read_day(spark, lake_dir, layer, name, run_date).count())
     report.file_counts = [
         r.asDict() for r in lake.read_day(spark, lake_dir, "bronze", "ingest_counts", run_date)
         .orderBy("source", "source_file").collect()

@@ -146,3 +146,8 @@ LOG_EVENTS = [
     (REB_BILLING_LATE, "REBALANCE_RESULT", "5.x", "GID_billing", C3, "billing", 1),
     (PERSIST_BILLING, "PERSIST_OFFSET", "5.x", "GID_billing", C3, "billing", 1),
 ]
+
+# Gold: no finding. Every group is seen at two snapshots one minute apart (T1, T2; billing also at
+# LATE, 23 h later, beyond max_snapshot_gap), shorter than orphan_min_duration (2 min): audit
+# queue 1 (no owner, lag 40 → 55) and audit queue 0 (DUP on two processes) do not last long enough.
+GOLD_ROWS = {"orphaned_queues": 0, "double_owned_queues": 0}

@@ -1,0 +1,47 @@
+"""The delivery files agree with the code: spark-defaults.conf, the Delta coordinates, the
+entry script."""
+
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pyspark
+
+from jobs.engine import DELTA_CATALOG, DELTA_EXTENSION
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def delta_package() -> str:
+    """What ``delta.configure_spark_with_delta_pip`` adds for the installed pyspark/delta-spark:
+    ``io.delta:delta-spark_<spark major.minor>_2.13:<delta-spark version>``."""
+    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{version('delta-spark')}"
+
+
+def spark_defaults() -> dict[str, str]:
+    lines = (REPO / "conf" / "spark-defaults.conf").read_text().splitlines()
+    pairs = [line.split(None, 1) for line in lines if line.strip() and not line.startswith("#")]
+    return {k: v.strip() for k, v in pairs}
+
+
+def test_spark_defaults_enable_the_delta_extension_and_catalog():
+    conf = spark_defaults()
+    assert conf["spark.sql.extensions"] == DELTA_EXTENSION
+    assert conf["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+
+
+def test_readme_dag_and_conf_name_the_delta_artifact_of_the_installed_delta_spark():
+    package = delta_package()
+    assert package == "io.delta:delta-spark_4.2_2.13:4.4.1"
+    for path in ("README.md", "conf/spark-defaults.conf", "airflow/dags/rocketlens_nightly.py"):
+        assert package in (REPO / path).read_text(), path
+
+
+def test_entry_script_runs_the_cli_from_any_working_directory(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "jobs" / "entrypoint.py"), "run", "--help"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--fail-on" in proc.stdout and "Usage: rocketlens run" in proc.stdout
