@@ -25,7 +25,7 @@ demo: $(STAMP)
 test: $(STAMP) test-sail test-spark test-airflow
 
 test-sail: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q
+	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q -m "not spark_only"
 
 test-spark: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "not delta and not sail_only"

@@ -54,8 +54,8 @@ def test_findings_at_or_above_fail_on_exit_3_with_one_line_naming_the_counts(orp
                       "--fail-on", "CRITICAL")
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
-        "rocketlens: 8 findings at or above CRITICAL on 2025-11-21: "
-        "gold.orphaned_queues=8, gold.double_owned_queues=0")
+        "rocketlens: 16 findings at or above CRITICAL on 2025-11-21: "
+        "gold.orphaned_queues=8, gold.double_owned_queues=0, gold.stuck_queues=8")
     assert "gold.orphaned_queues" in proc.stdout  # the run's tables are printed first
 
 
@@ -69,7 +69,8 @@ def test_no_findings_at_or_above_fail_on_exit_0_and_json_logs_carry_the_run_id(t
     assert [e["event"] for e in logged][0] == "started"
     assert logged[-1]["event"] == "finished"
     assert logged[-1]["findings_at_or_above"] == {"gold.orphaned_queues": 0,
-                                                   "gold.double_owned_queues": 0}
+                                                   "gold.double_owned_queues": 0,
+                                                   "gold.stuck_queues": 0}
     assert len({e["run_id"] for e in logged}) == 1
     assert dt.date.fromisoformat(logged[0]["date"]) == E.RUN_DATE
 

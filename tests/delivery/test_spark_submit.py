@@ -4,7 +4,7 @@ The hand-written day goes through every transform (bronze → silver → gold) u
 ``--engine spark``, i.e. the session spark-submit configures. The Delta writes cannot run here: the
 Delta jars come from Maven Central, which these machines cannot reach, so the lake is written with
 the test-only Parquet format (``ROCKETLENS_LAKE_FORMAT=parquet``, see ``jobs/lake.py``). Runs in
-the classic-Spark pass only (it needs Java; the Sail pass skips it).
+the classic-Spark pass only (it needs Java; the Sail pass deselects it).
 """
 
 import json
@@ -19,8 +19,7 @@ from jobs import lake
 from tests.pipeline import hand_day_expected as E
 from tests.pipeline.assertions import assert_bronze, assert_silver
 
-pytestmark = pytest.mark.skipif(os.environ.get("ROCKETLENS_TEST_ENGINE", "sail") != "spark",
-                                reason="spark-submit runs in the classic-Spark pass (needs Java)")
+pytestmark = pytest.mark.spark_only
 
 REPO = Path(__file__).resolve().parents[2]
 
