@@ -23,6 +23,8 @@ from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
+from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
+from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.membership import build_group_members
@@ -119,14 +121,22 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
                 settings: Settings) -> dict[str, DataFrame]:
     """Every gold table's frame from the day's silver tables (and bronze log events)."""
     group_context = build_group_context(silver["member_context"])
-    return {
+    d = settings.detection
+    gold = {
         "orphaned_queues": build_orphaned_queues(
             silver["queue_state"], silver["member_context"], group_context,
             silver["group_members"], bronze["client_log_events"], orphan_rules(settings)),
         "double_owned_queues": build_double_owned_queues(
             silver["queue_state"], group_context, silver["group_members"],
             orphan_rules(settings)),
+        "rebalance_events": build_rebalance_events(
+            silver["group_members"], bronze["connections"], bronze["client_log_events"],
+            bronze["running_info"],
+            RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds)),
+        "strategy_whatif": build_strategy_whatif(
+            silver["queue_offsets"], silver["member_context"], silver["group_members"]),
     }
+    return gold
 
 
 def only_day(df: DataFrame, run_date: dt.date) -> DataFrame:

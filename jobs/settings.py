@@ -67,6 +67,7 @@ class DetectionSettings(_Section):
     stuck_min_duration_seconds: int = Field(300, ge=0)
     persist_interval_seconds: int = Field(5, ge=1)
     consume_concurrently_max_span: int = Field(2000, ge=1)
+    heartbeat_interval_seconds: int = Field(30, ge=1)
 
 
 class SeveritySettings(_Section):
