@@ -22,6 +22,7 @@ from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no_staging
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
+from jobs.gold.group_health import build_group_health
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
@@ -136,6 +137,11 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "strategy_whatif": build_strategy_whatif(
             silver["queue_offsets"], silver["member_context"], silver["group_members"]),
     }
+    if "stuck_queues" in gold:  # gold.stuck_queues comes from its own detector (issue 6)
+        gold["group_health"] = build_group_health(
+            gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
+            gold["rebalance_events"], silver["queue_offsets"],
+            settings.severity.rebalance_warn_count)
     return gold
 
 

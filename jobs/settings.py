@@ -73,6 +73,7 @@ class DetectionSettings(_Section):
 class SeveritySettings(_Section):
     critical_lag: int = Field(10000, ge=0)
     critical_minutes: int = Field(30, ge=0)
+    rebalance_warn_count: int = Field(10, ge=1)
 
 
 class Settings(BaseSettings):
