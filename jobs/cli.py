@@ -89,7 +89,7 @@ def main() -> None:
 @_opt("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
 def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote: str | None,
         conf: str | None) -> None:
-    """The nightly pipeline for one day: landing → bronze → silver. Idempotent per day."""
+    """The nightly pipeline for one day: landing → bronze → silver → gold. Idempotent per day."""
     from jobs.engine import EngineError
     from jobs.pipeline import NoLandingData, run_day
 

@@ -1,4 +1,4 @@
-"""The nightly pipeline for one day: landing → bronze → silver (→ gold, as detectors land).
+"""The nightly pipeline for one day: landing → bronze → silver → gold.
 
 Frame builders (``bronze_frames``, ``silver_frames``) are pure wiring of transforms and can be
 used without Delta; ``run_day`` adds the edges: it writes each layer's day partition with
@@ -169,7 +169,7 @@ def _union(frames) -> DataFrame:
 def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: dt.date,
             settings: Settings, run_id: str, ingested_at: dt.datetime,
             progress=lambda message: None) -> RunReport:
-    """Run landing → bronze → silver for ``run_date``, replacing that day in every table."""
+    """Run landing → bronze → silver → gold for ``run_date``, replacing that day in every table."""
     started = time.monotonic()
     report = RunReport(run_id=run_id, run_date=run_date)
     def stage(df: DataFrame, name: str) -> DataFrame:

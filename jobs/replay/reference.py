@@ -352,8 +352,9 @@ def allocate(strategy: str, current_cid, mq_all, cid_all, *, consumer_group: str
 def allocate_all(strategy: str, mq_all, cid_all, **params) -> dict[str, list[MessageQueue] | None]:
     """Every distinct client's allocation in one state (duplicates share their first copy's).
 
-    CONSISTENT_HASH builds its ring once for all clients instead of once per call. Errors raise
-    as in :func:`allocate` (they do not depend on which member calls).
+    CONSISTENT_HASH builds its ring once for all clients instead of once per call. Raises the
+    AllocationError of the first member (cidAll order) whose call throws; apart from an empty id,
+    RocketMQ's errors do not depend on which member calls.
     """
     distinct = list(dict.fromkeys(cid_all or []))
     base, _ = split_strategy(strategy, params.get("inner_strategy"))

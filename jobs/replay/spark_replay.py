@@ -8,15 +8,20 @@ Vocabulary (RocketMQ's, rocketmq-facts.md §1):
   ``consumer_idcs`` (null = never set) and ``config_queues`` (null = never set);
 - a **call** is ``(state_id, current_cid)``: one client running the state's strategy.
 
-Every strategy is plain Spark SQL (column functions, higher-order array functions, one ring join),
-so the same plan runs on Sail and on classic Spark and no Python worker is involved: a pandas UDF
-would buy nothing here, and none is needed. The replay runs once per distinct (state, client):
-- AVG, AVG_BY_CIRCLE, MACHINE_ROOM and CONFIG are array arithmetic on the call's row.
-- MACHINE_ROOM_NEARBY is split into rows, one per sub-call of its inner strategy (own room, then
-  each orphan room), answered like a plain call and flattened back in order. Nesting the inner
-  strategy inside a lambda instead gives expression trees that took Sail many seconds to plan.
-- CONSISTENT_HASH needs the MD5 ring: built once per state with ``explode`` and resolved with one
-  window over the state's hashes.
+Every strategy is plain Spark SQL (column functions, higher-order array functions, one window),
+so the same plan runs on Sail and on classic Spark and no Python worker is involved: the rare
+strategies (CONFIG, MACHINE_ROOM, NEARBY) are short array expressions too, so a pandas UDF would
+buy nothing, and Sail's support for them is untested. Each distinct (state, client) call is
+exploded once into work items and regrouped (answer_calls):
+- AVG, AVG_BY_CIRCLE and MACHINE_ROOM are array arithmetic on a SUB_CALL item; CONFIG and the
+  validation errors are read off the CALL item.
+- MACHINE_ROOM_NEARBY becomes one SUB_CALL per inner call (own room, then each orphan room),
+  flattened back in order. Nesting the inner strategy inside a lambda instead gave expression
+  trees that took Sail many seconds to plan.
+- CONSISTENT_HASH: the first call of a state brings VNODE items (the MD5 ring) and QUEUE items;
+  one window over the state's hashes routes each queue (the "ring join").
+Single pass on purpose: Sail re-executes a shared sub-plan for every reference (``cache()`` is a
+no-op there), so self-joins would recompute the caller's input, e.g. a snapshot hash, each time.
 
 Known limit, CONSISTENT_HASH only: when two vnodes of a state collide on a 32-bit hash *and* a
 duplicated client id is added after the collision, Java numbers that duplicate's replicas from
@@ -31,7 +36,7 @@ from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from jobs.replay.reference import IAE, NEARBY_PREFIX, NPE, NPE_CONSUMERIDCS_NULL
 
@@ -246,134 +251,187 @@ def allocation_error(strategy: Column, current_cid: Column, mq_all: Column, cid_
 
 # --- transforms ----------------------------------------------------------------------------------
 
+def _nullable(name: str) -> Column:
+    """``name`` declared nullable: Sail 0.7 fails some joins over a non-nullable key column
+    ("Physical input schema should be the same as the one converted from logical input schema")."""
+    return F.when(F.col(name).isNotNull(), F.col(name)).alias(name)
+
+
 def with_state_defaults(states_df: DataFrame) -> DataFrame:
     """Add the optional state columns a caller left out as typed nulls; select the state contract."""
     for name, data_type in OPTIONAL_STATE_COLUMNS.items():
         if name not in states_df.columns:
             states_df = states_df.withColumn(name, F.lit(None).cast(data_type))
     return states_df.select(
-        "state_id", "strategy", F.col("virtual_nodes").cast("int").alias("virtual_nodes"),
+        _nullable("state_id"), "strategy", F.col("virtual_nodes").cast("int").alias("virtual_nodes"),
         "consumer_idcs", "config_queues", "mq_all", "cid_all")
 
 
-def consistent_hash_allocations(states_df: DataFrame) -> DataFrame:
-    """CONSISTENT_HASH for every distinct client of each state: ``state_id, cid, allocated``.
+# Work items: one call explodes into the rows that answer it, so a call frame is read once (Sail
+# re-executes a shared sub-plan for every reference and ignores cache()).
+CALL, SUB_CALL, QUEUE, VNODE = 0, 1, 2, 3  # QUEUE < VNODE: a queue sorts before a vnode of equal hash
+ITEM_TYPE = StructType([
+    StructField("kind", IntegerType()),
+    StructField("part", IntegerType()),
+    StructField("sub_strategy", StringType()),
+    StructField("sub_mq_all", MQ_ARRAY),
+    StructField("sub_cid_all", STRING_ARRAY),
+    StructField("hash", LongType()),
+    StructField("owner", StringType()),
+    StructField("put_order", LongType()),
+    StructField("qpos", IntegerType()),
+    StructField("mq", MQ_TYPE),
+])
 
-    The ring (facts §1.3): every element of cidAll, duplicates included, puts vnodes
-    ``<cid>-<replica>``; the k-th copy of an id numbers its replicas from ``k * virtual_nodes``
-    (``getExistingReplicas``); on a hash collision the later put wins. A queue belongs to the first
-    ring hash >= MD5(``toString()``), wrapping to the smallest: one window per state ordered by
-    hash, queues sorted before ring entries of equal hash (``tailMap`` includes the key). An empty
-    ring (0 vnodes) owns nothing. Clients with no queue get []; ``allocated`` is in mq_all order.
+
+def _item(kind: int, **fields: Column) -> Column:
+    values = {**fields, "kind": F.lit(kind)}
+    return F.struct(*[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in ITEM_TYPE.fields])
+
+
+def _items(items: Column) -> Column:
+    """An item array cast to ``array<ITEM_TYPE>``, all nullable: Sail concatenates only arrays whose
+    types agree on nullability too, and its simplifier sees through tricks on single fields."""
+    return items.cast(ArrayType(ITEM_TYPE))
+
+
+def vnode_items(cid_all: Column, virtual_nodes: Column, when: Column) -> Column:
+    """The ring's ``put``s in order (facts §1.3): each element of cidAll, duplicates included, adds
+    vnodes ``<cid>-<replica>``; the k-th copy of an id numbers replicas from ``k * virtual_nodes``
+    (``getExistingReplicas``). ``put_order`` ranks the puts, so on a hash collision the later wins.
     """
-    ring_states_df = (states_df
-                      .filter(F.col("strategy") == "CONSISTENT_HASH")
-                      .withColumn("virtual_nodes", F.coalesce("virtual_nodes", F.lit(DEFAULT_VIRTUAL_NODES)))
-                      .filter((F.col("virtual_nodes") >= 0) & (F.size("mq_all") > 0) & (F.size("cid_all") > 0)))
-    vnodes_df = (ring_states_df
-                 .select("state_id", "virtual_nodes", "cid_all", F.posexplode("cid_all").alias("pos", "cid"))
-                 .filter(F.col("virtual_nodes") > 0)
-                 .withColumn("occurrence", F.size(F.filter(F.slice("cid_all", 1, F.col("pos")),
-                                                           lambda other: other == F.col("cid"))))
-                 .withColumn("r", F.explode(F.sequence(F.lit(0), F.col("virtual_nodes") - 1))))
-    ring_df = (vnodes_df
-               .withColumn("hash", md5_ring_hash(F.concat(
-                   "cid", F.lit("-"), (F.col("occurrence") * F.col("virtual_nodes") + F.col("r")).cast("string"))))
-               .withColumn("put_order", F.col("pos").cast("long") * F.col("virtual_nodes") + F.col("r"))
-               .groupBy("state_id", "hash")
-               .agg(F.max_by("cid", "put_order").alias("owner"))
-               .select("state_id", "hash", F.lit(1).alias("kind"), "owner",
-                       F.lit(None).cast("int").alias("qpos"), F.lit(None).cast(MQ_TYPE).alias("mq")))
-    queues_df = (ring_states_df
-                 .select("state_id", F.posexplode("mq_all").alias("qpos", "mq"))
-                 .select("state_id", md5_ring_hash(mq_to_string(F.col("mq"))).alias("hash"),
-                         F.lit(0).alias("kind"), F.lit(None).cast("string").alias("owner"), "qpos", "mq"))
-    by_hash = Window.partitionBy("state_id").orderBy("hash", "kind")
-    routed_df = (queues_df.unionByName(ring_df)
-                 .withColumn("owner", F.coalesce(
-                     F.first("owner", ignorenulls=True).over(
-                         by_hash.rowsBetween(Window.currentRow, Window.unboundedFollowing)),
-                     F.first("owner", ignorenulls=True).over(
-                         by_hash.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))))
-                 .filter((F.col("kind") == 0) & F.col("owner").isNotNull())
-                 .groupBy("state_id", F.col("owner").alias("cid"))
-                 .agg(F.sort_array(F.collect_list(F.struct("qpos", "mq"))).alias("owned")))
-    clients_df = ring_states_df.select("state_id", F.explode(F.array_distinct("cid_all")).alias("cid"))
-    return (clients_df
-            .join(routed_df, ["state_id", "cid"], "left")
-            .select("state_id", "cid",
-                    F.coalesce(F.transform("owned", lambda o: o["mq"]), _empty_mqs()).alias("allocated")))
+    nodes = F.filter(F.transform(cid_all, lambda cid, pos: F.struct(
+        cid.alias("cid"), pos.alias("pos"),
+        F.size(F.filter(F.slice(cid_all, 1, pos), lambda other: other == cid)).alias("occurrence"))),
+        lambda node: when)
+    return F.flatten(F.transform(nodes, lambda node: F.transform(
+        F.sequence(F.lit(0), virtual_nodes - 1), lambda r: _item(
+            VNODE,
+            hash=md5_ring_hash(F.concat(node["cid"], F.lit("-"),
+                                        (node["occurrence"] * virtual_nodes + r).cast("string"))),
+            owner=node["cid"],
+            put_order=node["pos"].cast("long") * virtual_nodes + r))))
 
 
-def explode_sub_calls(calls_df: DataFrame) -> DataFrame:
-    """One row per plain-strategy call inside each call: ``part`` orders them within the call.
+def queue_items(mq_all: Column, when: Column) -> Column:
+    """Each queue with the hash of its ``toString()``, the key CONSISTENT_HASH routes (facts §1.3)."""
+    return F.transform(F.filter(mq_all, lambda mq: when), lambda mq, qpos: _item(
+        QUEUE, hash=md5_ring_hash(mq_to_string(mq)), qpos=qpos, mq=mq))
 
-    Input: answered-to-be calls with the state columns, in cidAll, no error, strategy not
-    CONFIG/CONSISTENT_HASH. A NEARBY call becomes its inner calls (nearby_sub_calls), possibly
-    none (no queue in its room and no orphan room: the answer is []); any other call is its own
-    single sub-call.
+
+def sub_call_items(strategy: Column, mq_all: Column, cid_all: Column, current_cid: Column,
+                   consumer_idcs: Column, when: Column) -> Column:
+    """The plain strategy calls that answer a row-local call, ``part`` in result order.
+
+    MACHINE_ROOM deals its filtered ``premqAll``; NEARBY becomes its inner calls
+    (nearby_sub_calls), possibly none, which answers []; the others are one call each.
     """
-    is_nearby = F.col("strategy").startswith(NEARBY_PREFIX)
+    placed_mqs = F.transform(mq_all, lambda mq: F.struct(broker_deploy_in(mq).alias("room"), mq.alias("item")))
+    placed_cids = F.transform(cid_all, lambda cid: F.struct(consumer_deploy_in(cid).alias("room"), cid.alias("item")))
+    nearby = nearby_sub_calls(F.substring(strategy, len(NEARBY_PREFIX) + 1, 64), placed_mqs, placed_cids,
+                              cid_all, consumer_deploy_in(current_cid))
+    plain_mqs = F.when(strategy == "MACHINE_ROOM", filter_machine_rooms(mq_all, consumer_idcs)).otherwise(mq_all)
+    calls = F.when(strategy.startswith(NEARBY_PREFIX), nearby).otherwise(
+        F.array(_sub_call(strategy, plain_mqs, cid_all)))
+    return F.transform(F.filter(calls, lambda call: when), lambda call, part: _item(
+        SUB_CALL, part=part, sub_strategy=call["strategy"], sub_mq_all=call["mq_all"],
+        sub_cid_all=call["cid_all"]))
+
+
+def sub_call_allocation(item: Column, current_cid: Column) -> Column:
+    """The answer of one plain sub-call (AVG, AVG_BY_CIRCLE or MACHINE_ROOM over premqAll)."""
+    strategy, mq_all, cid_all = item["sub_strategy"], item["sub_mq_all"], item["sub_cid_all"]
+    return (F.when(strategy == "AVG", avg_allocation(mq_all, cid_all, current_cid))
+            .when(strategy == "AVG_BY_CIRCLE", avg_by_circle_allocation(mq_all, cid_all, current_cid))
+            .when(strategy == "MACHINE_ROOM", machine_room_allocation(mq_all, cid_all, current_cid)))
+
+
+def explode_work_items(calls_df: DataFrame) -> DataFrame:
+    """One row per work item of each distinct call (``state_id, current_cid`` + state columns).
+
+    Every call gets a CALL item (its error, CONFIG list, membership); a call that reaches its
+    strategy gets SUB_CALL items; the first call of each valid CONSISTENT_HASH state brings the
+    state's VNODE and QUEUE items, so the ring is built once per state, not once per client.
+    """
+    strategy, mq_all, cid_all = F.col("strategy"), F.col("mq_all"), F.col("cid_all")
+    virtual_nodes = F.coalesce("virtual_nodes", F.lit(DEFAULT_VIRTUAL_NODES))
+    error = allocation_error(strategy, F.col("current_cid"), mq_all, cid_all, virtual_nodes, F.col("consumer_idcs"))
+    is_in_cid_all = F.coalesce(F.array_contains(cid_all, F.col("current_cid")), F.lit(False))
+    first_call = Window.partitionBy("state_id").orderBy(F.col("current_cid").asc_nulls_first())
+    builds_ring = ((F.col("_call_rank") == 1) & (strategy == "CONSISTENT_HASH") & (virtual_nodes > 0)
+                   & (F.size(mq_all) > 0) & (F.size(cid_all) > 0))
+    reaches_strategy = (F.col("_error").isNull() & F.col("_is_in_cid_all")
+                        & ~strategy.isin("CONFIG", "CONSISTENT_HASH"))
+    # Item arrays are built by transform() and emptied by filter(), never by when(), and cast to
+    # one type: Sail concatenates only arrays whose types agree on nullability as well. Null
+    # lists (Java nulls) would null the whole concat and lose the call; only the error reads them.
+    some_mqs = F.coalesce(mq_all, _empty_mqs())
+    some_cids = F.coalesce(cid_all, F.array().cast(STRING_ARRAY))
+    items = F.concat(
+        _items(F.transform(F.array(F.lit(0)), lambda _: _item(CALL))),
+        _items(sub_call_items(strategy, some_mqs, some_cids, F.col("current_cid"), F.col("consumer_idcs"),
+                              reaches_strategy)),
+        _items(vnode_items(some_cids, virtual_nodes, builds_ring)),
+        _items(queue_items(some_mqs, builds_ring)))
     return (calls_df
-            .withColumn("placed_mqs", F.when(is_nearby, F.transform("mq_all", lambda mq: F.struct(
-                broker_deploy_in(mq).alias("room"), mq.alias("item")))))
-            .withColumn("placed_cids", F.when(is_nearby, F.transform("cid_all", lambda cid: F.struct(
-                consumer_deploy_in(cid).alias("room"), cid.alias("item")))))
-            .withColumn("sub_calls", F.when(is_nearby, nearby_sub_calls(
-                F.substring(F.col("strategy"), len(NEARBY_PREFIX) + 1, 64), F.col("placed_mqs"),
-                F.col("placed_cids"), F.col("cid_all"), consumer_deploy_in(F.col("current_cid"))))
-                .otherwise(F.array(_sub_call(F.col("strategy"), F.col("mq_all"), F.col("cid_all")))))
-            .select("state_id", "current_cid", "consumer_idcs",
-                    F.posexplode("sub_calls").alias("part", "sub"))
-            .select("state_id", "current_cid", "part", F.col("sub.strategy").alias("strategy"),
-                    F.col("sub.mq_all").alias("mq_all"), F.col("sub.cid_all").alias("cid_all"),
-                    F.when(F.col("sub.strategy") == "MACHINE_ROOM",
-                           filter_machine_rooms(F.col("sub.mq_all"), F.col("consumer_idcs"))).alias("premq_all")))
+            .withColumn("_error", error)
+            .withColumn("_is_in_cid_all", is_in_cid_all)
+            .withColumn("_call_rank", F.row_number().over(first_call))
+            .select("state_id", "current_cid", "strategy", "config_queues", "_error", "_is_in_cid_all",
+                    F.explode(items).alias("item")))
 
 
-def row_local_allocations(calls_df: DataFrame) -> DataFrame:
-    """AVG, AVG_BY_CIRCLE, MACHINE_ROOM and NEARBY answers: ``state_id, current_cid, allocated``."""
-    mq_all, cid_all, cid, strategy = F.col("mq_all"), F.col("cid_all"), F.col("current_cid"), F.col("strategy")
-    answered_df = (calls_df
-                   .transform(explode_sub_calls)
-                   .withColumn("allocated",
-                               F.when(strategy == "AVG", avg_allocation(mq_all, cid_all, cid))
-                               .when(strategy == "AVG_BY_CIRCLE", avg_by_circle_allocation(mq_all, cid_all, cid))
-                               .when(strategy == "MACHINE_ROOM",
-                                     machine_room_allocation(F.col("premq_all"), cid_all, cid))))
-    return (answered_df
-            .groupBy("state_id", "current_cid")
-            .agg(F.sort_array(F.collect_list(F.struct("part", "allocated"))).alias("parts"))
-            .select("state_id", "current_cid",
-                    F.flatten(F.transform("parts", lambda p: p["allocated"])).alias("allocated")))
+def with_routed_owner(items_df: DataFrame) -> DataFrame:
+    """Route QUEUE items to their CONSISTENT_HASH owner: the first vnode with hash >= the queue's
+    (``tailMap`` includes equality), wrapping to the smallest, the latest put winning a collision;
+    no vnode (0 virtual nodes) owns nothing. Adds ``key_cid``: the owner for queues, else the caller.
+    """
+    kind = F.col("item.kind")
+    by_hash = (Window.partitionBy("state_id")
+               .orderBy(F.col("item.hash").asc_nulls_first(), kind.asc(), F.col("item.put_order").desc_nulls_last()))
+    vnode_owner = F.when(kind == VNODE, F.col("item.owner"))
+    owner = F.coalesce(
+        F.first(vnode_owner, ignorenulls=True).over(by_hash.rowsBetween(Window.currentRow, Window.unboundedFollowing)),
+        F.first(vnode_owner, ignorenulls=True).over(by_hash.rowsBetween(Window.unboundedPreceding,
+                                                                         Window.unboundedFollowing)))
+    return (items_df
+            .withColumn("key_cid", F.when(kind == QUEUE, owner).otherwise(F.col("current_cid")))
+            .filter((kind != VNODE) & ((kind != QUEUE) | F.col("key_cid").isNotNull())))
 
 
 def answer_calls(calls_df: DataFrame) -> DataFrame:
-    """Answer distinct calls that carry their state's columns: adds the result columns.
+    """Answer distinct calls that carry their state's columns, reading them once.
 
-    CONFIG returns its configured list to anyone, unvalidated, null if never set (facts §1.4);
-    the others return [] to a caller not in cidAll (facts §1.0), else their strategy's list.
+    Input: one row per distinct (``state_id``, ``current_cid``) with the state columns (a repeated
+    call would be counted twice). Returns ``state_id, current_cid, allocated, error_class,
+    error_message``. CONFIG returns its configured list to
+    anyone, unvalidated, null if never set (facts §1.4); the others return [] to a caller not in
+    cidAll (facts §1.0), else their strategy's list; a call that threw gets null.
     """
-    error = allocation_error(F.col("strategy"), F.col("current_cid"), F.col("mq_all"), F.col("cid_all"),
-                             F.col("virtual_nodes"), F.col("consumer_idcs"))
-    checked_df = calls_df.withColumn("_error", error)
-    to_compute_df = checked_df.filter(
-        F.col("_error").isNull() & F.array_contains("cid_all", F.col("current_cid"))
-        & ~F.col("strategy").isin("CONFIG", "CONSISTENT_HASH"))
-    row_local_df = row_local_allocations(to_compute_df).withColumnRenamed("allocated", "_row_local")
-    hashed_df = (consistent_hash_allocations(calls_df.select(*STATE_COLUMNS).dropDuplicates(["state_id"]))
-                 .select("state_id", F.col("cid").alias("current_cid"), F.col("allocated").alias("_hashed")))
+    kind = F.col("item.kind")
+    answers_df = (calls_df
+                  .transform(explode_work_items)
+                  .transform(with_routed_owner)
+                  .groupBy("state_id", "key_cid")
+                  .agg(F.max((kind == CALL).cast("int")).alias("_is_call"),
+                       F.first(F.when(kind == CALL, F.col("strategy")), ignorenulls=True).alias("strategy"),
+                       F.first(F.when(kind == CALL, F.col("config_queues")), ignorenulls=True).alias("config_queues"),
+                       F.first(F.when(kind == CALL, F.col("_error")), ignorenulls=True).alias("_error"),
+                       F.first(F.when(kind == CALL, F.col("_is_in_cid_all")), ignorenulls=True).alias("_is_in_cid_all"),
+                       F.collect_list(F.when(kind == SUB_CALL, F.struct(
+                           F.col("item.part").alias("part"),
+                           sub_call_allocation(F.col("item"), F.col("key_cid")).alias("allocated")))).alias("_parts"),
+                       F.collect_list(F.when(kind == QUEUE, F.struct("item.qpos", "item.mq"))).alias("_owned"))
+                  .filter(F.col("_is_call") == 1))
     allocated = (F.when(F.col("_error").isNotNull(), F.lit(None).cast(MQ_ARRAY))
                  .when(F.col("strategy") == "CONFIG", F.col("config_queues"))
-                 .when(~F.array_contains("cid_all", F.col("current_cid")), _empty_mqs())
-                 .when(F.col("strategy") == "CONSISTENT_HASH", F.coalesce("_hashed", _empty_mqs()))
-                 .otherwise(F.coalesce("_row_local", _empty_mqs())))
-    return (checked_df
-            .join(row_local_df, ["state_id", "current_cid"], "left")
-            .join(hashed_df, ["state_id", "current_cid"], "left")
-            .select(*calls_df.columns, allocated.alias("allocated"),
-                    F.col("_error.error_class").alias("error_class"),
-                    F.col("_error.error_message").alias("error_message")))
+                 .when(~F.col("_is_in_cid_all"), _empty_mqs())
+                 .when(F.col("strategy") == "CONSISTENT_HASH",
+                       F.transform(F.sort_array("_owned"), lambda owned: owned["mq"]))
+                 .otherwise(F.flatten(F.transform(F.sort_array("_parts"), lambda part: part["allocated"]))))
+    return answers_df.select(
+        "state_id", F.col("key_cid").alias("current_cid"), allocated.alias("allocated"),
+        F.col("_error.error_class").alias("error_class"), F.col("_error.error_message").alias("error_message"))
 
 
 def with_allocation(states_df: DataFrame) -> Callable[[DataFrame], DataFrame]:
@@ -387,13 +445,16 @@ def with_allocation(states_df: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """
     def transform(calls_df: DataFrame) -> DataFrame:
         states = with_state_defaults(states_df)
-        distinct_df = (calls_df.select("state_id", "current_cid").distinct()
+        distinct_df = (calls_df.select(_nullable("state_id"), _nullable("current_cid")).distinct()
                        .join(states, "state_id", "inner"))
-        answered_df = answer_calls(distinct_df).select(
-            F.col("state_id").alias("_state_id"), F.col("current_cid").alias("_current_cid"), *RESULT_COLUMNS)
         call_columns = [c for c in calls_df.columns if c not in RESULT_COLUMNS]
-        return _join_answers(calls_df.select(*call_columns), answered_df)
+        return _join_answers(calls_df.select(*call_columns), _renamed_keys(answer_calls(distinct_df)))
     return transform
+
+
+def _renamed_keys(answers_df: DataFrame) -> DataFrame:
+    return answers_df.select(F.col("state_id").alias("_state_id"), F.col("current_cid").alias("_current_cid"),
+                             *RESULT_COLUMNS)
 
 
 def replay_states(states_df: DataFrame) -> DataFrame:
@@ -431,12 +492,16 @@ def replay_snapshots(snapshots_df: DataFrame, *, sort_inputs: bool = True) -> Da
     ``snapshots_df``: one row per (snapshot, client) with ``current_cid``, ``strategy``, ``mq_all``,
     ``cid_all`` and optionally ``virtual_nodes``, ``consumer_idcs``, ``config_queues``; other
     columns are kept. Adds ``state_id`` and the result columns. The replay runs on the distinct
-    states and distinct (state, client) calls, so its cost grows with membership and route
-    changes, not with the number of snapshots.
+    (state, client) calls, so its cost grows with membership and route changes, not with the
+    number of snapshots; what stays per snapshot row is hashing the state (once for the dedup,
+    once for the join back: Sail does not cache) and the join itself.
     """
     keyed_df = snapshots_df.transform(with_state_id(sort_inputs))
-    states_df = keyed_df.select(*STATE_COLUMNS).dropDuplicates(["state_id"])
-    return keyed_df.transform(with_allocation(states_df))
+    distinct_df = (keyed_df.select(*STATE_COLUMNS, "current_cid")
+                   .dropDuplicates(["state_id", "current_cid"])
+                   .select(*[_nullable(c) if c in ("state_id", "current_cid") else c
+                             for c in (*STATE_COLUMNS, "current_cid")]))
+    return _join_answers(keyed_df, _renamed_keys(answer_calls(distinct_df)))
 
 
 def _join_answers(calls_df: DataFrame, answers_df: DataFrame) -> DataFrame:

@@ -31,38 +31,36 @@ def running_info_claims(running_info_df: DataFrame) -> DataFrame:
                     "valid_until", "date"))
 
 
-def rebalance_log_claims(log_events_df: DataFrame, clusters_df: DataFrame) -> DataFrame:
-    """Each ``rebalanced result changed`` set, valid until the client's next one for that topic.
-
-    Log lines do not name the cluster; it comes from the group's connection records
-    (``clusters_df``: distinct ``cluster, group, client_id``).
-    """
-    results = log_events_df.where(F.col("event") == "REBALANCE_RESULT")
-    nxt = Window.partitionBy("group", "client_id", "topic").orderBy("ts", "_source_file",
-                                                                    "_line_no")
-    claims = (results.withColumn("valid_until", F.lead("ts").over(nxt))
+def _log_claims(events_df: DataFrame, valid_until, source: str,
+                clusters_df: DataFrame) -> DataFrame:
+    """One claim per queue named by each log line, ``[ts, valid_until)``. Log lines do not name
+    the cluster; it comes from the group's connection records (``cluster, group, client_id``).
+    ``valid_until`` is computed per line before the queues are exploded (it may be a window)."""
+    claims = (events_df.withColumn("valid_until", valid_until)
               .select("group", "client_id", F.col("ts").alias("valid_from"), "valid_until",
                       "date", F.explode("queues").alias("mq"))
               .select("group", "client_id", "mq.topic", "mq.broker_name", "mq.queue_id",
-                      F.lit("rebalance_log").alias("source"), "valid_from", "valid_until",
-                      "date"))
+                      F.lit(source).alias("source"), "valid_from", "valid_until", "date"))
     return claims.join(clusters_df, on=["group", "client_id"], how="left").select(*COLUMNS)
+
+
+def rebalance_log_claims(log_events_df: DataFrame, clusters_df: DataFrame) -> DataFrame:
+    """Each ``rebalanced result changed`` set, valid until the client's next one for that topic
+    (the client logs only when its set changes, facts §2.2 step 6)."""
+    nxt = Window.partitionBy("group", "client_id", "topic").orderBy("ts", "_source_file",
+                                                                    "_line_no")
+    return _log_claims(log_events_df.where(F.col("event") == "REBALANCE_RESULT"),
+                       F.lead("ts").over(nxt), "rebalance_log", clusters_df)
 
 
 def persist_log_claims(log_events_df: DataFrame, clusters_df: DataFrame,
                        persist_interval_seconds: int) -> DataFrame:
     """``[persistAll]`` lines: the client commits every owned queue each persist interval
     (facts §2.3), so a line proves ownership for 2 × that interval."""
-    hold = 2 * persist_interval_seconds
-    claims = (log_events_df.where(F.col("event") == "PERSIST_OFFSET")
-              .select("group", "client_id", F.col("ts").alias("valid_from"),
-                      F.timestamp_millis(F.unix_millis("ts") + F.lit(hold * 1000))
-                      .alias("valid_until"),
-                      "date", F.explode("queues").alias("mq"))
-              .select("group", "client_id", "mq.topic", "mq.broker_name", "mq.queue_id",
-                      F.lit("persist_log").alias("source"), "valid_from", "valid_until",
-                      "date"))
-    return claims.join(clusters_df, on=["group", "client_id"], how="left").select(*COLUMNS)
+    hold_ms = 2 * persist_interval_seconds * 1000
+    return _log_claims(log_events_df.where(F.col("event") == "PERSIST_OFFSET"),
+                       F.timestamp_millis(F.unix_millis("ts") + F.lit(hold_ms)), "persist_log",
+                       clusters_df)
 
 
 def build_queue_ownership(running_info_df: DataFrame, log_events_df: DataFrame,

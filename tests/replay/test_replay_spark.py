@@ -122,3 +122,15 @@ def test_strategies_without_a_spark_replay_are_flagged_not_guessed(spark, strate
     result = replay_snapshots(_snapshots_df(spark, rows)).collect()[0]
     assert result["error_class"] == "rocketlens.UnsupportedStrategy"
     assert result["allocated"] is None
+
+
+def test_replay_states_accepts_non_nullable_keys(spark):
+    # concat_ws is never null; Sail 0.7 once failed such plans (physical vs logical nullability).
+    states_df = (spark.createDataFrame(
+        [("s", "AVG", [("t", "b", 0), ("t", "b", 1)], ["A", "B"])],
+        "state_id string, strategy string, mq_all array<struct<topic:string,broker_name:string,queue_id:int>>, "
+        "cid_all array<string>")
+        .withColumn("state_id", F.concat_ws("#", "state_id", F.lit("1"))))
+    rows = replay_states(states_df).orderBy("cid_index").collect()
+    assert [(r["state_id"], r["current_cid"], [mq["queue_id"] for mq in r["allocated"]]) for r in rows] == [
+        ("s#1", "A", [0]), ("s#1", "B", [1])]
