@@ -276,6 +276,8 @@ def test_whatif_replays_machine_room_nearby_when_rooms_are_known(spark):
 
 
 def test_whatif_has_no_nearby_row_without_rooms(spark):
+    """Also the regression test of the replay's sub-call nullability (spark_replay._sub_call):
+    Sail 0.7 panicked on these aggregate-built states before the cast."""
     offsets = spark.createDataFrame([("c1", "g", "t", "broker-a", 0, T0, 0, DAY)], OFFSETS)
     members = spark.createDataFrame([("c1", "g", T0, "10.0.0.1@1", 1, ["t"], "AVG", DAY)],
                                     MEMBERS)
