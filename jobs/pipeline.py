@@ -22,8 +22,11 @@ from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no_staging
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
+from jobs.gold.group_health import build_group_health
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
+from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.consume_status import build_consume_status
@@ -128,7 +131,8 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
                 settings: Settings) -> dict[str, DataFrame]:
     """Every gold table's frame from the day's silver tables (and bronze log events)."""
     group_context = build_group_context(silver["member_context"])
-    return {
+    d = settings.detection
+    gold = {
         "orphaned_queues": build_orphaned_queues(
             silver["queue_state"], silver["member_context"], group_context,
             silver["group_members"], bronze["client_log_events"], orphan_rules(settings)),
@@ -138,7 +142,22 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "stuck_queues": build_stuck_queues(
             silver["queue_state"], silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings)),
+        "rebalance_events": build_rebalance_events(
+            silver["group_members"], bronze["connections"], bronze["client_log_events"],
+            bronze["running_info"],
+            RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds)),
+        "strategy_whatif": build_strategy_whatif(
+            silver["queue_offsets"], silver["member_context"], silver["group_members"]),
     }
+    return gold
+
+
+def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
+                  settings: Settings) -> dict[str, DataFrame]:
+    """gold.group_health, from the other gold tables (computed and stored first)."""
+    return {"group_health": build_group_health(
+        gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
+        gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count)}
 
 
 def only_day(df: DataFrame, run_date: dt.date) -> DataFrame:
@@ -211,8 +230,9 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
     try:
         silver = write_layer("silver", silver_frames(stored, settings))
         silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
-        write_layer("gold", gold_frames({k: only_day(v, run_date) for k, v in silver.items()},
-                                        stored, settings))
+        silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
+        gold = write_layer("gold", gold_frames(silver_day, stored, settings))
+        write_layer("gold", health_frames(gold, silver_day, settings))
     finally:
         lake.drop_staging(lake_dir, run_id)
     written, report.table_rows = report.table_rows, {}

@@ -67,11 +67,13 @@ class DetectionSettings(_Section):
     stuck_min_duration_seconds: int = Field(300, ge=0)
     persist_interval_seconds: int = Field(5, ge=1)
     consume_concurrently_max_span: int = Field(2000, ge=1)
+    heartbeat_interval_seconds: int = Field(30, ge=1)
 
 
 class SeveritySettings(_Section):
     critical_lag: int = Field(10000, ge=0)
     critical_minutes: int = Field(30, ge=0)
+    rebalance_warn_count: int = Field(10, ge=1)
 
 
 class Settings(BaseSettings):

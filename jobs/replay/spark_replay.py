@@ -180,8 +180,19 @@ def _in_room(placed: Column, room: Column) -> Column:
     return F.transform(F.filter(placed, lambda p: p["room"] == room), lambda p: p["item"])
 
 
+SUB_CALL_TYPE = StructType([
+    StructField("strategy", StringType()),
+    StructField("mq_all", MQ_ARRAY),
+    StructField("cid_all", STRING_ARRAY),
+])
+
+
 def _sub_call(strategy: Column, mq_all: Column, cid_all: Column) -> Column:
-    return F.struct(strategy.alias("strategy"), mq_all.alias("mq_all"), cid_all.alias("cid_all"))
+    """One inner call, cast to ``SUB_CALL_TYPE`` (all fields nullable): the NEARBY and plain
+    branches must agree on nullability, or Sail 0.7 panics building the array when the input
+    lists come from an aggregate (declared non-null) rather than from a source."""
+    return F.struct(strategy.alias("strategy"), mq_all.alias("mq_all"),
+                    cid_all.alias("cid_all")).cast(SUB_CALL_TYPE)
 
 
 def nearby_sub_calls(inner: Column, placed_mqs: Column, placed_cids: Column, cid_all: Column,

@@ -217,6 +217,8 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
         elif e.kind == "stuck" and all(not o for o in flow.track.owners[e.gq][e.first:e.last + 1]):
             claimed.add(i)
             stuck.append(_episode_row(e, flow, clock, "NO_OWNER", cluster))
+    if fault.kind == "subscription_inconsistent":
+        events = _subscription_flapping(fault, cluster, clock, window)
     if fault.kind in ("client_leaves", "consumer_crash"):
         events = _rebalance_events(fault, cluster, flow, clock, window)
         if fault.kind == "client_leaves":
@@ -296,6 +298,11 @@ def _owners_at(cluster: Cluster, group: str, t: int) -> dict[str, dict[MessageQu
 
 def _rebalance_events(fault: Fault, cluster: Cluster, flow: Flow, clock: Clock,
                       window: tuple[int, int]) -> list[dict]:
+    """One row per topic whose owners changed at a membership event of the fault's clients.
+
+    ``ts`` is the first allocation change of the topic at or after the event (the first
+    ``rebalanced result changed`` line the clients log, facts §2.2): the broker's own
+    unregister/expiry instant is in no collected record."""
     rows = []
     for m in cluster.membership:
         if m.group != fault.group or not (window[0] <= m.t < window[1]):
@@ -310,26 +317,54 @@ def _rebalance_events(fault: Fault, cluster: Cluster, flow: Flow, clock: Clock,
             moved = [mq for mq in cluster.mq_all[topic]
                      if before.get(topic, {}).get(mq, frozenset()) != after.get(topic, {}).get(mq, frozenset())]
             if moved:
-                rows.append({"group": m.group, "topic": topic, "ts": clock.iso_z(m.t), "trigger": m.kind,
+                first = min((ch.t for ch in cluster.changes if ch.topic == topic and not ch.dead
+                             and cluster.processes[ch.process].group == m.group
+                             and m.t <= ch.t <= m.t + 60_000), default=m.t)
+                rows.append({"group": m.group, "topic": topic, "ts": clock.iso_z(first), "trigger": m.kind,
                              "clients_before": n_before, "clients_after": n_after, "queues_moved": len(moved),
                              "_moved": [(mq.broker_name, mq.queue_id) for mq in moved]})
     return rows
 
 
+def _subscription_flapping(fault: Fault, cluster: Cluster, clock: Clock,
+                           window: tuple[int, int]) -> list[dict]:
+    """The broker's subscription table of the group flips at every heartbeat from a member
+    whose topic set differs from the previous heartbeat's (facts §4, the topicB case): one row
+    with its first flip in the window and its flips per hour (the busiest broker's table)."""
+    flips = []
+    for broker in cluster.brokers:
+        times = cluster.sub_tables.get((fault.group, broker), ([], []))[0]
+        flips.append([t for t in times[1:] if window[0] <= t < window[1]])
+    flips = [f for f in flips if f]
+    if not flips:
+        return []
+    members = len(cluster.cid_all(fault.group, cluster.brokers[0], window[0]))
+    hours = (window[1] - window[0]) / 3_600_000
+    return [{"group": fault.group, "topic": fault.topic, "ts": clock.iso_z(min(f[0] for f in flips)),
+             "trigger": "SUBSCRIPTION_CHANGED", "clients_before": members, "clients_after": members,
+             "queues_moved": 0, "flaps_per_hour": round(max(len(f) for f in flips) / hours, 1)}]
+
+
 def _whatif(fault: Fault, cluster: Cluster, start_ms: int, at: int) -> list[dict]:
-    """Queues that would change owner under each strategy for the same departure (DESIGN.md §4)."""
+    """Queues that would change owner under each strategy for the same departure (DESIGN.md §4),
+    for every topic the leaver rebalanced (its subscriptions and the group's retry topic)."""
     rows = []
     leaver = next(p for p in cluster.processes if p.spec.name == fault.clients[0])
     before = sorted_cid_all(cluster.cid_all(fault.group, cluster.brokers[0], at - 1))
     after = [c for c in before if c != leaver.client_id]
-    for topic in leaver.spec.subscriptions:
+    for topic in leaver.topics:
         mq_all = cluster.mq_all[topic]
         for strategy in WHATIF_STRATEGIES:
-            own_b = _owner_map(allocate_all(strategy, mq_all, before))
-            own_a = _owner_map(allocate_all(strategy, mq_all, after))
+            alloc_b, alloc_a = allocate_all(strategy, mq_all, before), allocate_all(strategy, mq_all, after)
+            own_b, own_a = _owner_map(alloc_b), _owner_map(alloc_a)
             moved = sum(own_b.get(mq) != own_a.get(mq) for mq in mq_all)
-            rows.append({"group": fault.group, "topic": topic, "strategy": strategy, "rebalances": 1,
-                         "queues_moved": moved})
+            sizes = [len(mqs or []) for alloc in (alloc_b, alloc_a) for mqs in alloc.values()]
+            holes = len(mq_all) - len(own_b) + len(mq_all) - len(own_a)
+            rows.append({"group": fault.group, "topic": topic, "strategy": strategy,
+                         "rebalances": 1 if moved else 0, "queues_moved": moved,
+                         "max_queues_per_client": max(sizes), "min_queues_per_client": min(sizes),
+                         # exact only when no state leaves a queue unallocated
+                         "orphaned_queue_minutes": 0.0 if holes == 0 else None})
     return rows
 
 

@@ -6,7 +6,13 @@ import json
 import pytest
 
 from jobs import lake
-from jobs.pipeline import bronze_frames, derived_silver_frames, gold_frames, silver_frames
+from jobs.pipeline import (
+    bronze_frames,
+    derived_silver_frames,
+    gold_frames,
+    health_frames,
+    silver_frames,
+)
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
 
@@ -34,6 +40,7 @@ def run_layers(spark, landing, staging, settings=Settings()):
     silver.update({k: stage(v, f"silver.{k}")
                    for k, v in derived_silver_frames(silver, settings).items()})
     gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings).items()}
+    gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(gold, silver, settings).items()})
     return {"bronze": bronze, "silver": silver, "gold": gold}
 
 

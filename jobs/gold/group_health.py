@@ -1,0 +1,112 @@
+"""gold.group_health: one row per group and day — status, counts and a short findings list.
+
+DESIGN.md §4: ``status`` is the highest severity of the group's findings that day, INFO counts
+as OK, ``OK`` without findings. Findings are the rows of gold.orphaned_queues,
+gold.double_owned_queues and gold.stuck_queues (their own ``severity``), plus two from
+gold.rebalance_events, both WARN:
+- a flapping subscription table (``flaps_per_hour`` set): every flip makes the whole group
+  rebalance (facts §4, the topicB case), a misconfiguration whatever it moves;
+- churn: ``rebalance_warn_count`` or more rebalance events in the day.
+Other rebalance events are INFO. Every group seen in silver.queue_offsets that day has a row.
+
+``findings``: one short string per (kind, severity, topic, root cause), most severe first, at
+most ``max_findings`` (then ``+N more``). Counts are distinct queues of each finding table,
+every severity included; ``rebalances`` counts gold.rebalance_events rows.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+COLUMNS = ["status", "orphaned_queues", "double_owned_queues", "stuck_queues", "max_lag",
+           "max_time_lag_seconds", "rebalances", "findings", "cluster", "group", "date"]
+DAY_KEY = ["cluster", "group", "date"]
+RANKS = {"INFO": 1, "WARN": 2, "CRITICAL": 3}
+
+
+def _rank(severity: Column) -> Column:
+    expr = F.lit(0)
+    for name, rank in RANKS.items():
+        expr = F.when(severity == name, F.lit(rank)).otherwise(expr)
+    return expr
+
+
+def _queue_findings(df: DataFrame, kind: str, minutes: str) -> DataFrame:
+    """Per (group, day, severity, topic, root cause): ``<SEVERITY> <kind> <topic> ×<queues>
+    <ROOT_CAUSE> (up to <m> min)``."""
+    grouped = df.groupBy(*DAY_KEY, "severity", "topic", "root_cause").agg(
+        F.count_distinct("broker_name", "queue_id").alias("_queues"),
+        F.max(minutes).alias("_minutes"))
+    text = F.concat(F.col("severity"), F.lit(f" {kind} "), F.col("topic"), F.lit(" ×"),
+                    F.col("_queues").cast("string"), F.lit(" "), F.col("root_cause"),
+                    F.lit(" (up to "), F.round("_minutes", 1).cast("string"), F.lit(" min)"))
+    return grouped.select(*DAY_KEY, _rank(F.col("severity")).alias("rank"), text.alias("text"))
+
+
+def _rebalance_findings(events_df: DataFrame, rebalance_warn_count: int) -> DataFrame:
+    is_flapping = F.col("flaps_per_hour").isNotNull()
+    single = events_df.select(
+        *DAY_KEY,
+        F.when(is_flapping, F.lit(RANKS["WARN"])).otherwise(F.lit(RANKS["INFO"])).alias("rank"),
+        F.when(is_flapping, F.concat(
+            F.lit("WARN flapping "), F.col("topic"), F.lit(" "), F.col("trigger"), F.lit(" "),
+            F.col("flaps_per_hour").cast("string"), F.lit("/h")))
+        .otherwise(F.concat(
+            F.lit("INFO rebalance "), F.col("topic"), F.lit(" "), F.col("trigger"), F.lit(" at "),
+            F.date_format("ts", "HH:mm:ss"), F.lit(" moved "),
+            F.col("queues_moved").cast("string"))).alias("text"))
+    churn = (events_df.groupBy(*DAY_KEY).agg(F.count(F.lit(1)).alias("_n"))
+             .where(F.col("_n") >= rebalance_warn_count)
+             .select(*DAY_KEY, F.lit(RANKS["WARN"]).alias("rank"),
+                     F.concat(F.lit("WARN churn "), F.col("_n").cast("string"),
+                              F.lit(" rebalances")).alias("text")))
+    return single.unionByName(churn)
+
+
+def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
+    return df.groupBy(*DAY_KEY).agg(
+        F.count_distinct("topic", "broker_name", "queue_id").alias(name))
+
+
+def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
+                       rebalance_events_df: DataFrame, queue_offsets_df: DataFrame,
+                       rebalance_warn_count: int, max_findings: int = 10) -> DataFrame:
+    """The gold finding tables (DESIGN.md §4 columns; only keys, ``severity``, ``root_cause``,
+    minutes and the rebalance columns are read) and silver.queue_offsets in, gold.group_health
+    out."""
+    findings = (_queue_findings(orphaned_df, "orphaned", "orphaned_minutes")
+                .unionByName(_queue_findings(double_owned_df, "double-owned", "minutes"))
+                .unionByName(_queue_findings(stuck_df, "stuck", "stuck_minutes"))
+                .unionByName(_rebalance_findings(rebalance_events_df, rebalance_warn_count)))
+    listed = findings.groupBy(*DAY_KEY).agg(
+        F.max("rank").alias("_rank"),
+        F.transform(F.array_sort(F.collect_list(F.struct((-F.col("rank")).alias("k"), "text"))),
+                    lambda f: f["text"]).alias("_all"))
+    shown = F.when(F.size("_all") > max_findings, F.concat(
+        F.slice("_all", 1, max_findings),
+        F.array(F.concat(F.lit("+"), (F.size("_all") - max_findings).cast("string"),
+                         F.lit(" more"))))).otherwise(F.col("_all"))
+    groups = queue_offsets_df.groupBy(*DAY_KEY).agg(
+        F.max("lag").alias("max_lag"), F.max("time_lag_seconds").alias("max_time_lag_seconds"))
+    rebalances = rebalance_events_df.groupBy(*DAY_KEY).agg(
+        F.count(F.lit(1)).alias("rebalances"))
+    status = (F.when(F.col("_rank") == RANKS["CRITICAL"], F.lit("CRITICAL"))
+              .when(F.col("_rank") == RANKS["WARN"], F.lit("WARN"))
+              .otherwise(F.lit("OK")))
+    return (groups
+            .join(_distinct_queues(orphaned_df, "orphaned_queues"), on=DAY_KEY, how="left")
+            .join(_distinct_queues(double_owned_df, "double_owned_queues"), on=DAY_KEY,
+                  how="left")
+            .join(_distinct_queues(stuck_df, "stuck_queues"), on=DAY_KEY, how="left")
+            .join(rebalances, on=DAY_KEY, how="left")
+            .join(listed, on=DAY_KEY, how="left")
+            .select(status.alias("status"),
+                    F.coalesce("orphaned_queues", F.lit(0)).cast("int").alias("orphaned_queues"),
+                    F.coalesce("double_owned_queues", F.lit(0)).cast("int")
+                    .alias("double_owned_queues"),
+                    F.coalesce("stuck_queues", F.lit(0)).cast("int").alias("stuck_queues"),
+                    "max_lag", "max_time_lag_seconds",
+                    F.coalesce("rebalances", F.lit(0)).cast("int").alias("rebalances"),
+                    F.coalesce(shown, F.array().cast("array<string>")).alias("findings"),
+                    *DAY_KEY))

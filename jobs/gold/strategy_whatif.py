@@ -1,0 +1,148 @@
+"""gold.strategy_whatif: the day's real membership and route changes replayed under each strategy.
+
+Per (group, topic) the day is cut into states: consecutive offsets snapshots with the same
+``mq_all`` (the queues the broker reported for the topic), ``cid_all`` (live members, one entry
+per process: the group-wide list RebalanceImpl allocates over, duplicates kept, facts §2.2) and
+subscribers (members whose own subscriptions name the topic; unknown counts as subscribing).
+Each distinct state is replayed once per strategy with the Spark replay transform
+(:func:`jobs.replay.spark_replay.replay_snapshots`): AVG, AVG_BY_CIRCLE, CONSISTENT_HASH with 10
+virtual nodes and, when every broker name carries a room (``room@broker``) and every client id
+one (``room-…``, the vectors' resolver), MACHINE_ROOM_NEARBY-AVG. A member that does not
+subscribe the topic never runs its allocation, so the queues handed to it stay unowned
+(facts §4, the topicB case), whatever the strategy.
+
+- ``rebalances``: state changes after which at least one queue has another owner set;
+- ``queues_moved``: the sum over those changes of queues whose owner set differs;
+- ``max_queues_per_client`` / ``min_queues_per_client``: over all states, the most and fewest
+  queues a subscribing client is given;
+- ``orphaned_queue_minutes``: Σ over states of queues nobody consumes × the state's minutes
+  (from its first snapshot to the next state's, the last state to its last snapshot).
+Snapshots without a live member are left out: no strategy changes anything there.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.gold.orphaned_queues import excluded_groups
+from jobs.replay.spark_replay import (broker_deploy_in, consumer_deploy_in, replay_snapshots,
+                                      sort_cid_all, sort_mq_all)
+
+COLUMNS = ["topic", "strategy", "rebalances", "queues_moved", "max_queues_per_client",
+           "min_queues_per_client", "orphaned_queue_minutes", "cluster", "group", "date"]
+STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
+NEARBY = "MACHINE_ROOM_NEARBY-AVG"
+VIRTUAL_NODES = 10
+TOPIC_KEY = ["cluster", "group", "topic"]
+RUN_KEY = [*TOPIC_KEY, "run"]
+
+
+def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
+    """One row per (group, topic, run of equal snapshots): ``mq_all``, ``cid_all``,
+    ``subscribers``, ``start``, ``minutes``, ``rooms_known``."""
+    mq = F.struct("topic", "broker_name", "queue_id")
+    queues = (queue_offsets_df.where(F.col("queue_id") >= 0)
+              .groupBy(*TOPIC_KEY, "ts").agg(sort_mq_all(F.collect_list(mq)).alias("mq_all")))
+    members = member_context_df.select("cluster", "group", "ts", "client_id", "processes",
+                                       "topics")
+    snapshots = (queues.join(members, on=["cluster", "group", "ts"], how="inner")
+                 .groupBy(*TOPIC_KEY, "ts").agg(
+                     F.first("mq_all").alias("mq_all"),
+                     sort_cid_all(F.flatten(F.collect_list(
+                         F.array_repeat("client_id", "processes")))).alias("cid_all"),
+                     F.array_sort(F.collect_list(F.when(
+                         F.col("topics").isNull() | F.array_contains("topics", F.col("topic")),
+                         F.col("client_id")))).alias("subscribers")))
+    order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
+    key = F.to_json(F.struct("mq_all", "cid_all", "subscribers"))
+    runs = (snapshots.where(F.size("cid_all") > 0)
+            .withColumn("_key", key)
+            .withColumn("_new", F.when(F.lag("_key").over(order).eqNullSafe(F.col("_key")), 0)
+                        .otherwise(1))
+            .withColumn("run", F.sum("_new").over(
+                order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .groupBy(*RUN_KEY).agg(F.min("ts").alias("start"), F.max("ts").alias("last"),
+                                   F.first("mq_all").alias("mq_all"),
+                                   F.first("cid_all").alias("cid_all"),
+                                   F.first("subscribers").alias("subscribers")))
+    by_run = Window.partitionBy(*TOPIC_KEY).orderBy("run")
+    end = F.coalesce(F.lead("start").over(by_run), F.col("last"))
+    rooms = (F.forall("mq_all", lambda q: broker_deploy_in(q) != "")
+             & F.forall("cid_all", lambda c: consumer_deploy_in(c) != ""))
+    whole_topic = Window.partitionBy(*TOPIC_KEY)
+    return (runs.withColumn("minutes",
+                            (F.unix_millis(end) - F.unix_millis("start")) / F.lit(60000.0))
+            .withColumn("rooms_known", F.min(rooms.cast("int")).over(whole_topic) == 1))
+
+
+def replay_states(states_df: DataFrame) -> DataFrame:
+    """Per (state, strategy, subscribing client): ``allocated`` (RocketMQ's answer, [] on error).
+    Each distinct (strategy, mq_all, cid_all) is replayed once (replay_snapshots)."""
+    strategies = F.when(F.col("rooms_known"), F.array(*[F.lit(s) for s in (*STRATEGIES, NEARBY)])) \
+        .otherwise(F.array(*[F.lit(s) for s in STRATEGIES]))
+    calls = (states_df
+             .select(*RUN_KEY, "mq_all", "cid_all", "subscribers",
+                     F.explode(strategies).alias("strategy"))
+             .withColumn("virtual_nodes", F.when(F.col("strategy") == "CONSISTENT_HASH",
+                                                 F.lit(VIRTUAL_NODES)).cast("int"))
+             .withColumn("current_cid", F.explode("subscribers")))
+    return (replay_snapshots(calls, sort_inputs=False)
+            .select(*RUN_KEY, "strategy", "current_cid",
+                    F.coalesce("allocated", F.array().cast(calls.schema["mq_all"].dataType))
+                    .alias("allocated")))
+
+
+def build_strategy_whatif(queue_offsets_df: DataFrame, member_context_df: DataFrame,
+                          members_df: DataFrame | None = None) -> DataFrame:
+    """silver.queue_offsets + silver.member_context (+ group_members to leave out broadcasting
+    and pop groups, which own no queue exclusively) in, gold.strategy_whatif out."""
+    offsets = queue_offsets_df
+    if members_df is not None:
+        offsets = offsets.join(excluded_groups(members_df), on=["cluster", "group"],
+                               how="left_anti")
+    states = topic_states(offsets, member_context_df)
+    allocations = replay_states(states)
+    run_strategy = [*RUN_KEY, "strategy"]
+    owners = (allocations.select(*run_strategy, "current_cid",
+                                 F.explode("allocated").alias("_q"))
+              .groupBy(*run_strategy, F.col("_q.broker_name").alias("broker_name"),
+                       F.col("_q.queue_id").alias("queue_id"))
+              .agg(F.array_join(F.array_sort(F.collect_list("current_cid")), ",")
+                   .alias("owners")))
+    per_run = (allocations.groupBy(*run_strategy).agg(
+        F.max(F.size("allocated")).alias("_max"), F.min(F.size("allocated")).alias("_min"))
+        .join(owners.groupBy(*run_strategy).agg(F.count(F.lit(1)).alias("_owned")),
+              on=run_strategy, how="left")
+        .join(states.select(*RUN_KEY, "minutes", F.size("mq_all").alias("_queues")),
+              on=RUN_KEY, how="inner")
+        .withColumn("_orphan_minutes",
+                    (F.col("_queues") - F.coalesce("_owned", F.lit(0))) * F.col("minutes")))
+    # Transition k compares run k ("after") with run k - 1 ("before").
+    sides = (owners.select(*run_strategy, "broker_name", "queue_id", F.col("owners").alias("_a"),
+                           F.lit(None).cast("string").alias("_b"))
+             .unionByName(owners.select(*TOPIC_KEY, (F.col("run") + 1).alias("run"), "strategy",
+                                        "broker_name", "queue_id",
+                                        F.lit(None).cast("string").alias("_a"),
+                                        F.col("owners").alias("_b"))))
+    transitions = (sides.groupBy(*run_strategy, "broker_name", "queue_id")
+                   .agg(F.max("_a").alias("_a"), F.max("_b").alias("_b"))
+                   .where(F.col("run") > 1)
+                   .where(~F.coalesce("_a", F.lit("")).eqNullSafe(F.coalesce("_b", F.lit(""))))
+                   .groupBy(*run_strategy).agg(F.count(F.lit(1)).alias("_moved"))
+                   .join(per_run.select(*run_strategy), on=run_strategy, how="inner"))
+    day = F.to_date(F.min("start"))
+    dates = states.groupBy(*TOPIC_KEY).agg(day.alias("date"))
+    moved = transitions.groupBy(*TOPIC_KEY, "strategy").agg(
+        F.count(F.lit(1)).alias("rebalances"), F.sum("_moved").alias("queues_moved"))
+    return (per_run.groupBy(*TOPIC_KEY, "strategy").agg(
+                F.max("_max").cast("int").alias("max_queues_per_client"),
+                F.min("_min").cast("int").alias("min_queues_per_client"),
+                F.round(F.sum("_orphan_minutes"), 3).alias("orphaned_queue_minutes"))
+            .join(moved, on=[*TOPIC_KEY, "strategy"], how="left")
+            .join(dates, on=TOPIC_KEY, how="inner")
+            .select("topic", "strategy",
+                    F.coalesce("rebalances", F.lit(0)).cast("int").alias("rebalances"),
+                    F.coalesce("queues_moved", F.lit(0)).cast("long").alias("queues_moved"),
+                    "max_queues_per_client", "min_queues_per_client", "orphaned_queue_minutes",
+                    "cluster", "group", "date"))

@@ -1,0 +1,288 @@
+"""gold.rebalance_events, gold.strategy_whatif and gold.group_health (issue 7): scenario days
+against the simulator's truth and the Java vectors, and hand-built frames."""
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType
+
+from jobs.gold.group_health import build_group_health
+from jobs.gold.strategy_whatif import build_strategy_whatif
+from tests.gold.conftest import expected, iso
+
+VECTORS = Path("/work/shared/vectors/allocation_vectors_public.jsonl")
+EVENT_SCENARIOS = ["client-leaves", "topicb-subscription", "healthy", "consumer-crash"]
+
+ORPHANED = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+            "first_seen timestamp, last_seen timestamp, orphaned_minutes double, lag_start long, "
+            "lag_end long, root_cause string, would_be_owner string, evidence string, "
+            "severity string, date date")
+DOUBLE_OWNED = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+                "owners array<string>, first_seen timestamp, last_seen timestamp, "
+                "minutes double, root_cause string, evidence string, severity string, date date")
+STUCK = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+         "owner string, stuck_since timestamp, last_seen timestamp, stuck_minutes double, "
+         "committed_offset long, lag_end long, blocking_offset long, in_flight_span long, "
+         "flow_controlled boolean, redelivery_risk long, released_at timestamp, "
+         "root_cause string, evidence string, severity string, date date")
+EVENTS = ("topic string, ts timestamp, trigger string, clients_before int, clients_after int, "
+          "queues_moved long, flaps_per_hour double, evidence string, cluster string, "
+          "group string, date date")
+OFFSETS = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+           "ts timestamp, lag long, date date")
+HEALTH_OFFSETS = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+                  "ts timestamp, lag long, time_lag_seconds double, date date")
+HEALTH = ("status string, orphaned_queues int, double_owned_queues int, stuck_queues int, "
+          "max_lag long, max_time_lag_seconds double, rebalances int, findings array<string>, cluster string, group string, "
+          "date date")
+
+
+def _comparable(df):
+    """Arrays as JSON text (Sail cannot hash arrays for chispa's row order), rows collected
+    first (Sail cannot sort some unions with literal columns)."""
+    df = df.sparkSession.createDataFrame(df.collect(), df.schema)
+    return df.select(*[F.to_json(f.name).alias(f.name) if isinstance(f.dataType, ArrayType)
+                       else F.col(f.name) for f in df.schema.fields])
+
+
+def assert_frames(actual, expected_df):
+    assert_df_equality(_comparable(actual), _comparable(expected_df), ignore_row_order=True,
+                       ignore_nullable=True, ignore_column_order=False)
+
+
+# --- scenario days against the truth -------------------------------------------------------------
+
+def event_key(r):
+    return (r["group"], r["topic"], r["ts"], r["trigger"], r["clients_before"],
+            r["clients_after"], r["queues_moved"], r.get("flaps_per_hour"))
+
+
+@pytest.mark.parametrize("scenario", EVENT_SCENARIOS)
+def test_rebalance_events_equal_the_truth(scenario_day, scenario):
+    truth, layers = scenario_day(scenario)
+    found = []
+    for r in layers["gold"]["rebalance_events"].collect():
+        d = r.asDict()
+        d["ts"] = iso(d["ts"])
+        found.append(event_key(d))
+    assert sorted(found) == sorted(event_key(r) for r in expected(truth, "expected_rebalance_events"))
+
+
+def test_client_leaves_reports_the_leave_with_8_queues_moved(scenario_day):
+    _, layers = scenario_day("client-leaves")
+    [row] = layers["gold"]["rebalance_events"].where("topic = 'TopicTest'").collect()
+    assert (row.trigger, row.clients_before, row.clients_after, row.queues_moved) == (
+        "CLIENT_LEFT", 4, 3, 8)
+    assert row.evidence.startswith("10.0.0.2@4102#1700000000002 unregistered")
+
+
+def test_topicb_storm_is_subscription_changed_flapping_with_its_frequency(scenario_day):
+    _, layers = scenario_day("topicb-subscription")
+    [row] = layers["gold"]["rebalance_events"].collect()
+    assert (row.topic, row.trigger, row.queues_moved, row.flaps_per_hour) == (
+        "billing-TopicB", "SUBSCRIPTION_CHANGED", 0, 240.0)
+
+
+def test_healthy_day_has_no_rebalance_events(scenario_day):
+    _, layers = scenario_day("healthy")
+    assert layers["gold"]["rebalance_events"].count() == 0
+
+
+WHATIF_COLUMNS = ["rebalances", "queues_moved", "max_queues_per_client", "min_queues_per_client",
+                  "orphaned_queue_minutes"]
+
+
+def test_client_leaves_whatif_equals_the_truth(scenario_day):
+    truth, layers = scenario_day("client-leaves")
+    found = {(r.group, r.topic, r.strategy): r.asDict()
+             for r in layers["gold"]["strategy_whatif"].collect()}
+    rows = expected(truth, "expected_strategy_whatif")
+    assert set(found) == {(r["group"], r["topic"], r["strategy"]) for r in rows}
+    for r in rows:
+        got = found[(r["group"], r["topic"], r["strategy"])]
+        for column in WHATIF_COLUMNS:
+            if r[column] is not None:
+                assert got[column] == r[column], (r["topic"], r["strategy"], column)
+
+
+def test_client_leaves_whatif_matches_the_java_vectors(scenario_day):
+    """Seed 003's table: AVG moves 8, AVG_BY_CIRCLE 18, CONSISTENT_HASH (10 vnodes) 6; the
+    per-client sizes are those RocketMQ's own classes returned before and after the leave."""
+    _, layers = scenario_day("client-leaves")
+    cases = [json.loads(line) for line in VECTORS.read_text().splitlines()]
+    leave = {(c["strategy"], c["params"]["phase"]): c for c in cases
+             if c["params"]["category"] == "client_leaves"
+             and c["params"].get("virtual_nodes", 10) == 10}
+    found = {r.strategy: r for r in layers["gold"]["strategy_whatif"]
+             .where("topic = 'TopicTest'").collect()}
+    for strategy in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
+        after = leave[(strategy, "after")]
+        sizes = [len(r["allocated"]) for phase in ("before", "after")
+                 for r in leave[(strategy, phase)]["results"] if r["current_cid_index"] is not None]
+        assert found[strategy].queues_moved == after["derived"]["client_leaves"]["owner_changed_count"]
+        assert (found[strategy].max_queues_per_client, found[strategy].min_queues_per_client) == (
+            max(sizes), min(sizes))
+    assert (found["AVG"].queues_moved, found["CONSISTENT_HASH"].queues_moved) == (8, 6)
+
+
+def test_topicb_no_strategy_owns_the_queues_handed_to_the_member_without_b(scenario_day):
+    """t2 never runs B's allocation, so its AVG slice (queues 8-15) is unowned whenever the
+    group has live members; every strategy leaves some of B unowned."""
+    _, layers = scenario_day("topicb-subscription")
+    span = (layers["silver"]["member_context"]
+            .agg(((F.unix_millis(F.max("ts")) - F.unix_millis(F.min("ts"))) / 60000.0)
+                 .alias("m")).first().m)
+    found = {r.strategy: r for r in layers["gold"]["strategy_whatif"]
+             .where("topic = 'billing-TopicB'").collect()}
+    assert found["AVG"].orphaned_queue_minutes == pytest.approx(8 * span)
+    assert all(r.orphaned_queue_minutes > 0 for r in found.values())
+
+
+def _empty_stuck(spark):
+    return spark.createDataFrame([], STUCK)
+
+
+def test_healthy_groups_are_ok(scenario_day, spark):
+    _, layers = scenario_day("healthy")
+    g = layers["gold"]
+    health = build_group_health(g["orphaned_queues"], g["double_owned_queues"],
+                                _empty_stuck(spark), g["rebalance_events"],
+                                layers["silver"]["queue_offsets"], 10).collect()
+    assert health and {(r.status, r.rebalances, tuple(r.findings)) for r in health} == {
+        ("OK", 0, ())}
+
+
+def test_topicb_group_is_critical_with_the_storm_among_its_findings(scenario_day, spark):
+    _, layers = scenario_day("topicb-subscription")
+    g = layers["gold"]
+    [row] = build_group_health(g["orphaned_queues"], g["double_owned_queues"],
+                               _empty_stuck(spark), g["rebalance_events"],
+                               layers["silver"]["queue_offsets"], 10).collect()
+    assert (row.status, row.orphaned_queues, row.rebalances) == ("CRITICAL", 8, 1)
+    assert row.findings == [
+        "CRITICAL orphaned billing-TopicB ×8 SUBSCRIPTION_INCONSISTENT (up to 39.0 min)",
+        "WARN flapping billing-TopicB SUBSCRIPTION_CHANGED 240.0/h"]
+
+
+# --- hand-built frames ---------------------------------------------------------------------------
+
+DAY = dt.date(2025, 11, 21)
+T0 = dt.datetime(2025, 11, 21, 10, 0, 0)
+T1 = T0 + dt.timedelta(minutes=1)
+T2 = T0 + dt.timedelta(minutes=2)
+
+
+def _offsets(spark, groups, null_lag_group=None):
+    """One snapshot per group; its oldest unconsumed message waited 1.5 s per message of lag."""
+    rows = [("c1", g, "t", "b", 0, T0, lag, lag * 1.5, DAY) for g, lag in groups]
+    if null_lag_group:
+        rows.append(("c1", null_lag_group, "t", "b", 1, T0, None, None, DAY))
+    return spark.createDataFrame(rows, HEALTH_OFFSETS)
+
+
+def test_group_health_status_is_the_highest_severity_and_info_counts_as_ok(spark):
+    orphaned = spark.createDataFrame([
+        ("c1", "g-crit", "tb", "b", 8, T0, T2, 39.0, 10, 20000, "SUBSCRIPTION_INCONSISTENT",
+         "x", "e", "CRITICAL", DAY),
+        ("c1", "g-crit", "tb", "b", 9, T0, T2, 12.0, 10, 20, "SUBSCRIPTION_INCONSISTENT",
+         "x", "e", "CRITICAL", DAY),
+        ("c1", "g-info", "t", "b", 1, T0, T1, 3.0, 5, 7, "REBALANCE_GAP", None, "e", "INFO", DAY),
+    ], ORPHANED)
+    double = spark.createDataFrame([
+        ("c1", "g-crit", "ta", "b", 0, ["a", "a"], T0, T2, 2.0, "DUPLICATE_CLIENT_ID", "e",
+         "WARN", DAY)], DOUBLE_OWNED)
+    stuck = spark.createDataFrame([
+        ("c1", "g-crit", "tb", "b", 8, None, T0, T2, 39.0, 5, 20000, None, None, False, 0, None,
+         "NO_OWNER", "e", "CRITICAL", DAY)], STUCK)
+    events = spark.createDataFrame([
+        ("t", T1, "CLIENT_LEFT", 4, 3, 8, None, "e", "c1", "g-info", DAY),
+        ("tb", T0, "SUBSCRIPTION_CHANGED", 2, 2, 0, 240.0, "e", "c1", "g-flap", DAY),
+    ], EVENTS)
+    offsets = _offsets(spark, [("g-crit", 20000), ("g-info", 7), ("g-flap", 0), ("g-ok", 3)],
+                       null_lag_group="g-ok")
+    actual = build_group_health(orphaned, double, stuck, events, offsets, 10)
+    expected_df = spark.createDataFrame([
+        ("CRITICAL", 2, 1, 1, 20000, 30000.0, 0, [
+            "CRITICAL orphaned tb ×2 SUBSCRIPTION_INCONSISTENT (up to 39.0 min)",
+            "CRITICAL stuck tb ×1 NO_OWNER (up to 39.0 min)",
+            "WARN double-owned ta ×1 DUPLICATE_CLIENT_ID (up to 2.0 min)"],
+         "c1", "g-crit", DAY),
+        ("OK", 1, 0, 0, 7, 10.5, 1, [
+            "INFO orphaned t ×1 REBALANCE_GAP (up to 3.0 min)",
+            "INFO rebalance t CLIENT_LEFT at 10:01:00 moved 8"], "c1", "g-info", DAY),
+        ("WARN", 0, 0, 0, 0, 0.0, 1, ["WARN flapping tb SUBSCRIPTION_CHANGED 240.0/h"],
+         "c1", "g-flap", DAY),
+        ("OK", 0, 0, 0, 3, 4.5, 0, [], "c1", "g-ok", DAY),
+    ], HEALTH)
+    assert_frames(actual, expected_df)
+
+
+def test_group_health_with_an_empty_stuck_frame_counts_no_stuck_queues(spark):
+    orphaned = spark.createDataFrame([
+        ("c1", "g", "t", "b", 3, T0, T2, 2.0, 10, 20, "NO_LIVE_CONSUMER", None, "e", "WARN", DAY)],
+        ORPHANED)
+    actual = build_group_health(orphaned, spark.createDataFrame([], DOUBLE_OWNED),
+                                _empty_stuck(spark), spark.createDataFrame([], EVENTS),
+                                _offsets(spark, [("g", 20)]), 10)
+    expected_df = spark.createDataFrame([
+        ("WARN", 1, 0, 0, 20, 30.0, 0, ["WARN orphaned t ×1 NO_LIVE_CONSUMER (up to 2.0 min)"],
+         "c1", "g", DAY)], HEALTH)
+    assert_frames(actual, expected_df)
+
+
+def test_group_health_flags_churn_and_cuts_the_findings_list(spark):
+    events = spark.createDataFrame([
+        ("t", T0 + dt.timedelta(minutes=k), "FLAPPING", 3, 3, 1, None, "e", "c1", "g", DAY)
+        for k in range(3)], EVENTS)
+    actual = build_group_health(spark.createDataFrame([], ORPHANED),
+                                spark.createDataFrame([], DOUBLE_OWNED), _empty_stuck(spark),
+                                events, _offsets(spark, [("g", 0)]), 3, max_findings=2)
+    expected_df = spark.createDataFrame([
+        ("WARN", 0, 0, 0, 0, 0.0, 3, ["WARN churn 3 rebalances",
+                                 "INFO rebalance t FLAPPING at 10:00:00 moved 1", "+2 more"],
+         "c1", "g", DAY)], HEALTH)
+    assert_frames(actual, expected_df)
+
+
+MEMBERS = ("cluster string, group string, ts timestamp, client_id string, processes int, "
+           "topics array<string>, strategy string, date date")
+WHATIF = ("topic string, strategy string, rebalances int, queues_moved long, "
+          "max_queues_per_client int, min_queues_per_client int, orphaned_queue_minutes double, "
+          "cluster string, group string, date date")
+
+
+def test_whatif_replays_machine_room_nearby_when_rooms_are_known(spark):
+    """room1@broker-a and room2@broker-b, two queues each; room2's only consumer leaves. NEARBY
+    keeps room1's queues where they were and hands room2's (now an orphan room) to all of
+    cidAll: 2 moved. AVG over [a0, a1, b0, b1]: c1 a0-a1, c2 b0, c3 b1 → c1 a0-a1, c2 b0-b1:
+    1 moved. The member with unknown subscriptions (null topics) counts as subscribing."""
+    c1, c2, c3 = "room1-10.0.0.1@1", "room1-10.0.0.2@2", "room2-10.0.0.3@3"
+    queues = [("room1@broker-a", 0), ("room1@broker-a", 1), ("room2@broker-b", 0),
+              ("room2@broker-b", 1)]
+    offsets = spark.createDataFrame(
+        [("c1", "g", "t", b, q, ts, 0, DAY) for ts in (T0, T1, T2) for b, q in queues], OFFSETS)
+    members = spark.createDataFrame(
+        [("c1", "g", T0, c3, 1, None, "AVG", DAY)]
+        + [("c1", "g", ts, c, 1, ["t"], "AVG", DAY) for ts in (T0, T1, T2) for c in (c1, c2)],
+        MEMBERS)
+    actual = (build_strategy_whatif(offsets, members)
+              .where(F.col("strategy").isin("AVG", "MACHINE_ROOM_NEARBY-AVG")))
+    expected_df = spark.createDataFrame([
+        ("t", "AVG", 1, 1, 2, 1, 0.0, "c1", "g", DAY),
+        ("t", "MACHINE_ROOM_NEARBY-AVG", 1, 2, 2, 1, 0.0, "c1", "g", DAY),
+    ], WHATIF)
+    assert_frames(actual, expected_df)
+
+
+def test_whatif_has_no_nearby_row_without_rooms(spark):
+    """Also the regression test of the replay's sub-call nullability (spark_replay._sub_call):
+    Sail 0.7 panicked on these aggregate-built states before the cast."""
+    offsets = spark.createDataFrame([("c1", "g", "t", "broker-a", 0, T0, 0, DAY)], OFFSETS)
+    members = spark.createDataFrame([("c1", "g", T0, "10.0.0.1@1", 1, ["t"], "AVG", DAY)],
+                                    MEMBERS)
+    strategies = sorted(r.strategy for r in build_strategy_whatif(offsets, members).collect())
+    assert strategies == ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]
