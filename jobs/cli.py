@@ -215,8 +215,25 @@ def demo(lake: Path | None, out: Path) -> None:
                err=True)
     click.get_current_context().invoke(run, run_date=DEMO_DATE, landing=landing, lake=lake,
                                        engine="sail", remote=None, conf=None)
-    click.echo(f"\nquery it: rocketlens sql \"SELECT * FROM silver.group_members LIMIT 5\" "
-               f"--lake {lake}")
+    click.echo(f"\nfindings on {DEMO_DATE} (gold.group_health):")
+    click.echo(_demo_findings(lake), nl=False)
+    click.echo(f"\nquery them: rocketlens sql \"SELECT * FROM gold.orphaned_queues\" --lake {lake}")
+
+
+def _demo_findings(lake: Path) -> str:
+    from jobs import lake as lake_mod
+    from jobs.engine import open_session
+
+    with open_session("sail") as spark:
+        df = (lake_mod.read_day(spark, lake, "gold", "group_health", DEMO_DATE)
+              .orderBy("group")
+              .select("group", "status", "orphaned_queues", "double_owned_queues",
+                      "stuck_queues", "rebalances", "findings"))
+        rows = [r.asDict(recursive=True) for r in df.collect()]
+    for r in rows:
+        r["findings"] = "; ".join(r["findings"][:3]) + (" …" if len(r["findings"]) > 3 else "")
+    return output.render(["group", "status", "orphaned_queues", "double_owned_queues",
+                          "stuck_queues", "rebalances", "findings"], rows, "table")
 
 
 def _register_commands() -> None:
