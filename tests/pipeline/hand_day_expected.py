@@ -149,5 +149,6 @@ LOG_EVENTS = [
 
 # Gold: no finding. Every group is seen at two snapshots one minute apart (T1, T2; billing also at
 # LATE, 23 h later, beyond max_snapshot_gap), shorter than orphan_min_duration (2 min): audit
-# queue 1 (no owner, lag 40 → 55) and audit queue 0 (DUP on two processes) do not last long enough.
-GOLD_ROWS = {"orphaned_queues": 0, "double_owned_queues": 0}
+# queue 1 (no owner, lag 40 → 55) and audit queue 0 (DUP on two processes) do not last long enough;
+# no committed offset stays put for stuck_min_duration (5 min) either.
+GOLD_ROWS = {"orphaned_queues": 0, "double_owned_queues": 0, "stuck_queues": 0}
