@@ -181,8 +181,9 @@ def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None
 @_opt("--remote", default=None)
 @_opt("--conf", default=None, type=click.Path(dir_okay=False))
 def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None) -> None:
-    """List lake tables with row counts and schemas."""
+    """List lake tables with row counts, schemas and column comments."""
     from jobs import lake as lake_mod
+    from schemas.lake_comments import column_comment
 
     settings = _load_settings(conf)
     found = lake_mod.list_tables(lake)
@@ -193,7 +194,9 @@ def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None)
             df = spark.read.format("delta").load(path)
             click.echo(f"{layer}.{name}  rows={df.count()}  {path}")
             for f in df.schema.fields:
-                click.echo(f"    {f.name}: {f.dataType.simpleString()}")
+                comment = column_comment(f"{layer}.{name}", f.name)
+                click.echo(f"    {f.name}: {f.dataType.simpleString()}"
+                           + (f"  -- {comment}" if comment else ""))
 
 
 DEMO_DATE = dt.date(2025, 11, 21)
