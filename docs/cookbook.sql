@@ -1,5 +1,5 @@
 -- rocketlens SQL cookbook: questions a RocketMQ operator asks, answered from the lake.
--- Run one with:  rocketlens sql "$(sed -n '/^-- name: orphaned_last_night$/,/;$/p' docs/cookbook.sql)" --lake LAKE
+-- Run one with:  rocketlens sql "$(sed -n '/^-- name: orphaned_last_night$/,/;$/p' docs/cookbook.sql | grep -v '^--')" --lake LAKE
 -- Every query is run by tests/test_cookbook.py on a simulated sample day.
 -- "Last night" / "this week" are relative to the newest day in the lake (max(date)).
 
