@@ -181,8 +181,9 @@ def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None
 @_opt("--remote", default=None)
 @_opt("--conf", default=None, type=click.Path(dir_okay=False))
 def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None) -> None:
-    """List lake tables with row counts and schemas."""
+    """List lake tables with row counts, schemas and column comments."""
     from jobs import lake as lake_mod
+    from schemas.lake_comments import column_comment
 
     settings = _load_settings(conf)
     found = lake_mod.list_tables(lake)
@@ -193,7 +194,9 @@ def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None)
             df = spark.read.format("delta").load(path)
             click.echo(f"{layer}.{name}  rows={df.count()}  {path}")
             for f in df.schema.fields:
-                click.echo(f"    {f.name}: {f.dataType.simpleString()}")
+                comment = column_comment(f"{layer}.{name}", f.name)
+                click.echo(f"    {f.name}: {f.dataType.simpleString()}"
+                           + (f"  -- {comment}" if comment else ""))
 
 
 DEMO_DATE = dt.date(2025, 11, 21)
@@ -204,7 +207,8 @@ DEMO_DATE = dt.date(2025, 11, 21)
       help="Default: <out>/lake.")
 @_opt("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"))
 def demo(lake: Path | None, out: Path) -> None:
-    """Simulate the bundled sample day and run the nightly pipeline on it (embedded engine)."""
+    """Simulate the bundled sample day, run the nightly pipeline on it (embedded engine), print the
+    findings and write <out>/report.html."""
     from jobs.simulate.run import simulate
 
     landing = out / "landing"
@@ -217,7 +221,12 @@ def demo(lake: Path | None, out: Path) -> None:
                                        engine="sail", remote=None, conf=None)
     click.echo(f"\nfindings on {DEMO_DATE} (gold.group_health):")
     click.echo(_demo_findings(lake), nl=False)
-    click.echo(f"\nquery them: rocketlens sql \"SELECT * FROM gold.orphaned_queues\" --lake {lake}")
+    from jobs.report.cli import report_for_demo
+
+    report_path = out / "report.html"
+    report_for_demo(lake, DEMO_DATE, report_path)
+    click.echo(f"\nreport: {report_path}")
+    click.echo(f"query them: rocketlens sql \"SELECT * FROM gold.orphaned_queues\" --lake {lake}")
 
 
 def _demo_findings(lake: Path) -> str:
@@ -238,10 +247,12 @@ def _demo_findings(lake: Path) -> str:
 
 def _register_commands() -> None:
     from jobs.replay.cli import replay_command
+    from jobs.report.cli import report_command
     from jobs.simulate.cli import simulate_command
 
     main.add_command(simulate_command)
     main.add_command(replay_command)
+    main.add_command(report_command)
 
 
 _register_commands()

@@ -134,11 +134,62 @@ def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:
     return found
 
 
+def _partition_columns(path: str) -> list[str]:
+    """Partition columns from the Delta log's first commit (``[]`` when unreadable)."""
+    for log in sorted((Path(path) / "_delta_log").glob("*.json")):
+        for line in log.read_text().splitlines():
+            meta = json.loads(line).get("metaData") if line.strip() else None
+            if meta is not None:
+                return list(meta.get("partitionColumns", []))
+    return []
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def table_ddl(layer: str, name: str, path: str, schema: StructType | None) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for one lake table, with column comments when a schema is given.
+
+    Column types and nullability must repeat the Delta log's exactly (Sail checks them), and so
+    must ``PARTITIONED BY``.
+    """
+    from schemas.lake_comments import column_comment, table_comment
+
+    table = f"{layer}.{name}"
+    columns = ""
+    partitions = ""
+    if schema is not None:
+        cols = []
+        for f in schema.fields:
+            col = f"`{f.name}` {f.dataType.simpleString()}" + ("" if f.nullable else " NOT NULL")
+            comment = column_comment(table, f.name)
+            cols.append(col + (f" COMMENT '{_sql_text(comment)}'" if comment else ""))
+        columns = f" ({', '.join(cols)})"
+        parts = _partition_columns(path)
+        partitions = f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
+    comment = table_comment(table)
+    comment_sql = f" COMMENT '{_sql_text(comment)}'" if comment else ""
+    return (f"CREATE TABLE IF NOT EXISTS {table}{columns} USING DELTA{partitions}{comment_sql} "
+            f"LOCATION '{_sql_text(path)}'")
+
+
 def register_tables(spark: SparkSession, lake: str | Path) -> list[str]:
-    """Make every lake table queryable as ``layer.name``; idempotent. Returns the names."""
+    """Make every lake table queryable as ``layer.name``; idempotent. Returns the names.
+
+    Each table is declared with its columns and their comments (``schemas/lake_comments.py``;
+    ``DESCRIBE TABLE`` shows them). Sail 0.7.2 refuses a declared column list for an existing
+    location whose schema holds an array or map column (it compares the element field names,
+    "element" vs none, and finds them different), so such a table is registered without a column
+    list: its comments are shown by ``rocketlens tables`` only (README, Engine notes).
+    """
     names = []
     for layer, name, path in list_tables(lake):
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {layer}")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {layer}.{name} USING DELTA LOCATION '{path}'")
+        try:
+            schema = spark.read.format("delta").load(path).schema
+            spark.sql(table_ddl(layer, name, path, schema)).collect()
+        except Exception:  # Sail: array/map columns (see above) → no column list
+            spark.sql(table_ddl(layer, name, path, None)).collect()
         names.append(f"{layer}.{name}")
     return names

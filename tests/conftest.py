@@ -40,3 +40,32 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("delta") or item.get_closest_marker("sail_only"):
             item.add_marker(pytest.mark.skip(reason="Delta/Sail-only test; runs in the Sail pass"))
+
+
+SAMPLE_DAY = "2025-11-21"
+SAMPLE_WINDOW = "09:50-14:20"  # slow message, client leaving, crash; all-day faults run throughout
+
+
+def run_cli(*args: str, check: bool = True):
+    """``python -m jobs ARGS`` in a subprocess from the repo root, without ROCKETLENS_* settings."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
+    proc = subprocess.run([sys.executable, "-m", "jobs", *args], cwd=Path(__file__).parents[1],
+                          env=env, capture_output=True, text=True, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"rocketlens {args[0]}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def sample_lake(tmp_path_factory):
+    """A Delta lake of the simulated ``sample`` day (window ``SAMPLE_WINDOW``), built by the CLI."""
+    root = tmp_path_factory.mktemp("sample")
+    run_cli("simulate", "--scenario", "sample", "--date", SAMPLE_DAY, "--landing",
+            str(root / "landing"), "--window", SAMPLE_WINDOW)
+    run_cli("run", "--date", SAMPLE_DAY, "--landing", str(root / "landing"), "--lake",
+            str(root / "lake"))
+    return root / "lake"

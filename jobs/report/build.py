@@ -1,0 +1,267 @@
+"""Build the HTML report of one day from the lake (DESIGN.md §1, README "Report").
+
+Spark reads and downsamples (time buckets, so a long day stays a few hundred points per series);
+plotly draws in Python, and the file carries plotly.js inline: it opens offline, from disk or mail.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs import lake as lake_mod
+
+MAX_POINTS = 300  # time buckets per timeline / heatmap column count
+MAX_FINDINGS = 40  # timelines drawn, most severe first; the rest are listed
+MAX_HEATMAPS = 20
+PAD = dt.timedelta(minutes=30)  # timeline context around a finding
+SEVERITY_RANK = {"CRITICAL": 0, "WARN": 1, "INFO": 2, "OK": 3}
+STATE_COLOURS = {0: "#d62728", 1: "#2ca02c", 2: "#ff7f0e"}
+STATE_NAMES = {0: "orphaned", 1: "owned", 2: "double-owned"}
+KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
+
+
+@dataclass
+class Finding:
+    kind: str
+    cluster: str
+    group: str
+    topic: str
+    broker_name: str
+    queue_id: int
+    start: dt.datetime
+    end: dt.datetime
+    root_cause: str
+    severity: str
+    evidence: str
+
+    @property
+    def key(self) -> tuple:
+        return (self.cluster, self.group, self.topic, self.broker_name, self.queue_id)
+
+    @property
+    def title(self) -> str:
+        return (f"{self.kind} · {self.group} · {self.topic} {self.broker_name}:{self.queue_id} · "
+                f"{self.root_cause} · {self.severity}")
+
+
+def _bucket_seconds(spark_df: DataFrame) -> int:
+    row = spark_df.agg(F.min("ts").alias("lo"), F.max("ts").alias("hi")).first()
+    if row is None or row["lo"] is None:
+        return 60
+    span = (row["hi"] - row["lo"]).total_seconds()
+    return max(60, int(-(-span // MAX_POINTS)))
+
+
+def _bucket(col: str, seconds: int):
+    return F.timestamp_seconds(F.floor(F.unix_timestamp(col) / seconds) * seconds)
+
+
+def _findings(spark: SparkSession, lake: Path, day: dt.date) -> list[Finding]:
+    specs = [("orphaned", "orphaned_queues", "first_seen", "last_seen"),
+             ("double-owned", "double_owned_queues", "first_seen", "last_seen"),
+             ("stuck", "stuck_queues", "stuck_since", "last_seen")]
+    found = []
+    for kind, table, start, end in specs:
+        df = lake_mod.read_day(spark, lake, "gold", table, day).select(
+            *KEY, F.col(start).alias("start"), F.col(end).alias("end"), "root_cause", "severity",
+            "evidence")
+        found += [Finding(kind, **r.asDict()) for r in df.collect()]
+    found.sort(key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.group, f.topic, f.kind,
+                              f.broker_name, f.queue_id))
+    return found
+
+
+def _keys_frame(spark: SparkSession, keys: list[tuple], columns: list[str]) -> DataFrame:
+    return spark.createDataFrame([tuple(k) for k in keys], ",".join(
+        f"`{c}` {'int' if c == 'queue_id' else 'string'}" for c in columns))
+
+
+def _timelines(spark, lake, day, findings: list[Finding]) -> dict[tuple, list[dict]]:
+    """Per finding queue: lag and time lag per time bucket (max), the whole day."""
+    if not findings:
+        return {}
+    offsets = lake_mod.read_day(spark, lake, "silver", "queue_offsets", day)
+    keys = _keys_frame(spark, sorted({f.key for f in findings}), KEY)
+    sel = offsets.join(F.broadcast(keys), KEY).select(*KEY, "ts", "lag", "time_lag_seconds")
+    seconds = _bucket_seconds(offsets)
+    rows = (sel.groupBy(*KEY, _bucket("ts", seconds).alias("t"))
+            .agg(F.max("lag").alias("lag"), F.max("time_lag_seconds").alias("time_lag"))
+            .orderBy(*KEY, "t").collect())
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in KEY), []).append(
+            {"t": r["t"], "lag": r["lag"], "time_lag": r["time_lag"]})
+    return out
+
+
+def _ownership(spark, lake, day, pairs: list[tuple]) -> dict[tuple, list[dict]]:
+    """Per affected (cluster, group, topic): ownership state per queue × time bucket."""
+    if not pairs:
+        return {}
+    state = lake_mod.read_day(spark, lake, "silver", "queue_state", day)
+    cols = ["cluster", "group", "topic"]
+    keys = _keys_frame(spark, pairs, cols)
+    seconds = _bucket_seconds(state)
+    rows = (state.join(F.broadcast(keys), cols)
+            .groupBy(*cols, "broker_name", "queue_id", _bucket("ts", seconds).alias("t"))
+            .agg(F.min("owner_count").alias("lo"), F.max("owner_count").alias("hi"))
+            .orderBy(*cols, "broker_name", "queue_id", "t").collect())
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        s = 2 if r["hi"] >= 2 else (0 if r["lo"] == 0 else 1)
+        out.setdefault(tuple(r[c] for c in cols), []).append(
+            {"queue": f"{r['broker_name']}:{r['queue_id']}", "t": r["t"], "state": s})
+    return out
+
+
+def _health(spark, lake, day) -> list[dict]:
+    df = lake_mod.read_day(spark, lake, "gold", "group_health", day)
+    rows = [r.asDict(recursive=True) for r in df.collect()]
+    rows.sort(key=lambda r: (SEVERITY_RANK.get(r["status"], 9), r["cluster"], r["group"]))
+    return rows
+
+
+def _timeline_figure(f: Finding, points: list[dict]):
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    lo, hi = f.start - PAD, f.end + PAD
+    pts = [p for p in points if lo <= p["t"] <= hi] or points
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=[p["t"] for p in pts], y=[p["lag"] for p in pts], name="lag (msgs)",
+                             mode="lines", line={"color": "#1f77b4"}), secondary_y=False)
+    fig.add_trace(go.Scatter(x=[p["t"] for p in pts], y=[p["time_lag"] for p in pts],
+                             name="time lag (s)", mode="lines",
+                             line={"color": "#9467bd", "dash": "dot"}), secondary_y=True)
+    fig.add_vrect(x0=f.start, x1=max(f.end, f.start + dt.timedelta(seconds=30)),
+                  fillcolor=STATE_COLOURS[0] if f.kind != "double-owned" else STATE_COLOURS[2],
+                  opacity=0.12, line_width=0)
+    fig.update_layout(title={"text": html.escape(f.title), "font": {"size": 13}}, height=300,
+                      margin={"l": 60, "r": 60, "t": 40, "b": 30}, legend={"orientation": "h"})
+    fig.update_yaxes(title_text="lag", secondary_y=False)
+    fig.update_yaxes(title_text="time lag (s)", secondary_y=True)
+    return fig
+
+
+def _heatmap_figure(title: str, cells: list[dict]):
+    import plotly.graph_objects as go
+
+    queues = sorted({c["queue"] for c in cells},
+                    key=lambda q: (q.rsplit(":", 1)[0], int(q.rsplit(":", 1)[1])))
+    times = sorted({c["t"] for c in cells})
+    qi = {q: i for i, q in enumerate(queues)}
+    ti = {t: i for i, t in enumerate(times)}
+    z = [[None] * len(times) for _ in queues]
+    for c in cells:
+        z[qi[c["queue"]]][ti[c["t"]]] = c["state"]
+    scale = [[0, STATE_COLOURS[0]], [1 / 3, STATE_COLOURS[0]], [1 / 3, STATE_COLOURS[1]],
+             [2 / 3, STATE_COLOURS[1]], [2 / 3, STATE_COLOURS[2]], [1, STATE_COLOURS[2]]]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=times, y=queues, zmin=-0.5, zmax=2.5, colorscale=scale,
+        colorbar={"tickvals": [0, 1, 2], "ticktext": [STATE_NAMES[i] for i in range(3)]},
+        hovertemplate="%{y} %{x}<extra></extra>"))
+    fig.update_layout(title={"text": html.escape(title), "font": {"size": 13}},
+                      height=max(220, 60 + 18 * len(queues)),
+                      margin={"l": 110, "r": 40, "t": 40, "b": 30})
+    return fig
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:4px 8px;
+vertical-align:top;text-align:left}th{background:#f4f4f4}.CRITICAL{background:#f8d0d0}
+.WARN{background:#fdebc8}.OK{background:#d9f2d9}.INFO{background:#e4eefb}
+.note{color:#666;font-size:13px}.finding{margin:8px 0 4px;font-size:13px}
+"""
+
+
+def _health_table(rows: list[dict]) -> str:
+    cols = ["cluster", "group", "status", "orphaned_queues", "double_owned_queues",
+            "stuck_queues", "max_lag", "max_time_lag_seconds", "rebalances", "findings"]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = []
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c)
+            if c == "findings":
+                text = "<br>".join(html.escape(s) for s in (v or []))
+            else:
+                text = html.escape("" if v is None else str(v))
+            cls = f' class="{html.escape(str(v))}"' if c == "status" else ""
+            cells.append(f"<td{cls}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table id="group-health"><tr>{head}</tr>{"".join(body)}</table>'
+
+
+def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[str, dict]:
+    """The report's HTML and a summary ``{"groups", "timelines", "heatmaps", "findings"}``."""
+    lake = Path(lake)
+    health = _health(spark, lake, day)
+    findings = _findings(spark, lake, day)
+    drawn = findings[:MAX_FINDINGS]
+    series = _timelines(spark, lake, day, drawn)
+    pairs = list(dict.fromkeys((f.cluster, f.group, f.topic) for f in findings))[:MAX_HEATMAPS]
+    ownership = _ownership(spark, lake, day, pairs)
+
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+             f"<title>rocketlens report {day}</title><style>{CSS}</style></head><body>",
+             f"<h1>rocketlens report · {day} (UTC)</h1>",
+             f"<p class='note'>{len(health)} groups, {len(findings)} findings "
+             f"(orphaned, double-owned, stuck). Series are downsampled to at most {MAX_POINTS} "
+             "time buckets (max per bucket).</p>",
+             "<h2>Group health</h2>", _health_table(health)]
+    include_js = [True]
+
+    def plot(fig, div_id: str) -> str:
+        out = fig.to_html(full_html=False, include_plotlyjs=include_js[0], div_id=div_id,
+                          config={"displaylogo": False, "responsive": True})
+        include_js[0] = False
+        return out
+
+    parts.append("<h2>Ownership heatmaps (queue × time)</h2>")
+    parts.append("<p class='note'>Per affected group and topic: green owned by one live process, "
+                 "red orphaned (no live owner), orange double-owned.</p>")
+    heatmaps = 0
+    for i, pair in enumerate(pairs):
+        if pair in ownership:
+            title = f"{pair[1]} · {pair[2]} ({pair[0]})"
+            parts.append(plot(_heatmap_figure(title, ownership[pair]), f"heatmap-{i}"))
+            heatmaps += 1
+    if not pairs:
+        parts.append("<p>No findings: nothing to draw.</p>")
+
+    parts.append("<h2>Findings: lag and time lag</h2>")
+    timelines = 0
+    for i, f in enumerate(drawn):
+        parts.append(f"<div class='finding'><b>{html.escape(f.title)}</b><br>"
+                     f"{html.escape(f.evidence or '')}</div>")
+        if series.get(f.key):
+            parts.append(plot(_timeline_figure(f, series[f.key]), f"timeline-{i}"))
+            timelines += 1
+        else:
+            parts.append("<p class='note'>no offsets for this queue</p>")
+    if len(findings) > len(drawn):
+        parts.append(f"<p class='note'>{len(findings) - len(drawn)} more findings not drawn; "
+                     "query them with rocketlens sql.</p>")
+    if include_js[0]:  # nothing plotted: keep the file self-contained and valid anyway
+        parts.append("<p class='note'>No plots for this day.</p>")
+    parts.append("</body></html>")
+    summary = {"groups": len(health), "findings": len(findings), "timelines": timelines,
+               "heatmaps": heatmaps}
+    return "\n".join(parts), summary
+
+
+def write_report(spark: SparkSession, lake: str | Path, day: dt.date, out: str | Path) -> dict:
+    page, summary = build_report(spark, lake, day)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return summary

@@ -1,0 +1,73 @@
+"""``rocketlens report`` on a simulated day, rendered in headless Chromium (Debian's package)."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_DAY, run_cli
+
+pytestmark = pytest.mark.delta
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--virtual-time-budget=15000"]
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("chromium not found: .ci/run installs it (apt-get install -y chromium)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(sample_lake, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    proc = run_cli("report", "--date", SAMPLE_DAY, "--lake", str(sample_lake), "--out", str(out))
+    return out, proc.stdout
+
+
+def test_report_is_one_self_contained_file(report):
+    out, stdout = report
+    assert f"wrote {out}" in stdout
+    page = out.read_text()
+    assert "<table id=\"group-health\">" in page
+    for group in ("GID_topicb_billing", "GID_dup_inventory", "GID_slow_payments"):
+        assert group in page
+    assert not re.search(r"<script[^>]+src=", page), "plotly.js must be inlined"
+    assert page.count('id="heatmap-') >= 3 and page.count('id="timeline-') >= 10
+    assert len(page) < 20_000_000  # downsampled
+
+
+def _chromium(out: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                           *args, out.resolve().as_uri()], capture_output=True, text=True,
+                          timeout=180)
+
+
+def test_report_renders_its_plots_in_headless_chromium(report, tmp_path):
+    out, _ = report
+    dom = _chromium(out, tmp_path, "--dump-dom").stdout
+    page = out.read_text()
+    divs = page.count('id="heatmap-') + page.count('id="timeline-')
+    assert dom.count('class="plot-container plotly"') == divs
+    assert dom.count('class="main-svg"') >= divs
+    assert 'class="heatmaplayer' in dom and 'class="scatterlayer' in dom
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    shot.unlink(missing_ok=True)
+    _chromium(out, tmp_path, f"--screenshot={shot}", "--window-size=1400,2000")
+    assert shot.exists() and shot.stat().st_size > 50_000
+    print(f"screenshot: {shot}")
+
+
+def test_report_without_lake_fails_with_one_line(tmp_path):
+    proc = run_cli("report", "--date", SAMPLE_DAY, "--lake", str(tmp_path), "--out",
+                   str(tmp_path / "r.html"), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().startswith("rocketlens: no gold.group_health")
