@@ -6,14 +6,11 @@ processes, subscribing which topics, running which allocation strategy.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import plus_seconds
 from jobs.silver.queue_state import live_processes
-
-
-def _since(ts: Column, seconds: int) -> Column:
-    return F.timestamp_millis(F.unix_millis(ts) - F.lit(seconds * 1000))
 
 
 def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
@@ -28,14 +25,14 @@ def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
                                    "topic")
     topics = (live.select("cluster", "group", "ts", "client_id")
               .join(subs, on=["cluster", "group", "client_id"], how="inner")
-              .where((F.col("_at") > _since(F.col("ts"), liveness_window_seconds))
+              .where((F.col("_at") > plus_seconds(F.col("ts"), -liveness_window_seconds))
                      & (F.col("_at") <= F.col("ts")))
               .groupBy("cluster", "group", "ts", "client_id")
               .agg(F.array_sort(F.collect_set("topic")).alias("topics")))
     cfg = config_df.select("cluster", "group", "client_id", F.col("ts").alias("_at"), "strategy")
     strategy = (live.select("cluster", "group", "ts", "client_id")
                 .join(cfg, on=["cluster", "group", "client_id"], how="inner")
-                .where((F.col("_at") > _since(F.col("ts"), max_snapshot_gap_seconds))
+                .where((F.col("_at") > plus_seconds(F.col("ts"), -max_snapshot_gap_seconds))
                        & (F.col("_at") <= F.col("ts")))
                 .groupBy("cluster", "group", "ts", "client_id")
                 .agg(F.max_by("strategy", "_at").alias("strategy")))

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from jobs.columns import plus_seconds
 from jobs.gold.episodes import minutes_between, severity
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
@@ -57,10 +58,6 @@ class StuckRules:
     consume_concurrently_max_span: int  # used when a client's properties do not say
     critical_lag: int
     critical_minutes: int
-
-
-def _plus_seconds(ts: Column, seconds: int) -> Column:
-    return F.timestamp_millis(F.unix_millis(ts) + F.lit(seconds * 1000))
 
 
 def stuck_snapshots(queue_state_df: DataFrame, max_gap_seconds: int) -> DataFrame:
@@ -112,7 +109,7 @@ def stuck_episodes(snapshots_df: DataFrame, rules: StuckRules) -> DataFrame:
     return (episodes.withColumn("stuck_minutes", minutes)
             .where(F.col("stuck_minutes") * 60 >= rules.stuck_min_duration_seconds)
             .withColumn("_until", F.coalesce(
-                "_next_ts", _plus_seconds(F.col("last_seen"), rules.max_snapshot_gap_seconds))))
+                "_next_ts", plus_seconds(F.col("last_seen"), rules.max_snapshot_gap_seconds))))
 
 
 def running_info_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,

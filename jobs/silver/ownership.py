@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from jobs.columns import plus_seconds
 from jobs.silver.dedup import filter_first_per_key
 
 COLUMNS = ["cluster", "group", "client_id", "topic", "broker_name", "queue_id", "source",
@@ -57,9 +58,8 @@ def persist_log_claims(log_events_df: DataFrame, clusters_df: DataFrame,
                        persist_interval_seconds: int) -> DataFrame:
     """``[persistAll]`` lines: the client commits every owned queue each persist interval
     (facts §2.3), so a line proves ownership for 2 × that interval."""
-    hold_ms = 2 * persist_interval_seconds * 1000
     return _log_claims(log_events_df.where(F.col("event") == "PERSIST_OFFSET"),
-                       F.timestamp_millis(F.unix_millis("ts") + F.lit(hold_ms)), "persist_log",
+                       plus_seconds(F.col("ts"), 2 * persist_interval_seconds), "persist_log",
                        clusters_df)
 
 

@@ -11,21 +11,19 @@ its channel (120 s expiry, facts §4) answers nobody, which is exactly when its 
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from jobs.columns import plus_seconds
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 SNAPSHOT_KEY = QUEUE_KEY + ["ts"]
 
 
-def _plus_seconds(ts: Column, seconds: int) -> Column:
-    return F.timestamp_millis(F.unix_millis(ts) + F.lit(seconds * 1000))
-
-
 def claims_in_force(ownership_df: DataFrame, max_snapshot_gap_seconds: int) -> DataFrame:
     """Claims with an effective end: an open running-info claim ends after the snapshot gap."""
     open_end = F.when(F.col("source") == "running_info",
-                      _plus_seconds(F.col("valid_from"), max_snapshot_gap_seconds))
+                      plus_seconds(F.col("valid_from"), max_snapshot_gap_seconds))
     return ownership_df.select(
         *QUEUE_KEY, "client_id", "source", "valid_from",
         F.coalesce("valid_until", open_end).alias("valid_until"))
@@ -35,8 +33,7 @@ def live_processes(snapshots_df: DataFrame, members_df: DataFrame,
                    liveness_window_seconds: int) -> DataFrame:
     """Per (group, snapshot ts, client_id) live at ts: the processes behind the id at its latest
     connection record in (ts − window, ts]. Input ``snapshots_df``: ``cluster, group, ts``."""
-    window_start = F.timestamp_millis(F.unix_millis(F.col("ts"))
-                                      - F.lit(liveness_window_seconds * 1000))
+    window_start = plus_seconds(F.col("ts"), -liveness_window_seconds)
     members = members_df.select("cluster", "group", "client_id",
                                 F.col("ts").alias("_seen"), "processes")
     joined = snapshots_df.join(members, on=["cluster", "group"], how="inner").where(

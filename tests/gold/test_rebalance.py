@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType
 
 from jobs.gold.group_health import build_group_health
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from tests.gold.conftest import expected, iso
+from tests.pipeline.assertions import comparable
 
 VECTORS = Path("/work/shared/vectors/allocation_vectors_public.jsonl")
 EVENT_SCENARIOS = ["client-leaves", "topicb-subscription", "healthy", "consumer-crash"]
@@ -41,16 +41,8 @@ HEALTH = ("status string, orphaned_queues int, double_owned_queues int, stuck_qu
           "date date")
 
 
-def _comparable(df):
-    """Arrays as JSON text (Sail cannot hash arrays for chispa's row order), rows collected
-    first (Sail cannot sort some unions with literal columns)."""
-    df = df.sparkSession.createDataFrame(df.collect(), df.schema)
-    return df.select(*[F.to_json(f.name).alias(f.name) if isinstance(f.dataType, ArrayType)
-                       else F.col(f.name) for f in df.schema.fields])
-
-
 def assert_frames(actual, expected_df):
-    assert_df_equality(_comparable(actual), _comparable(expected_df), ignore_row_order=True,
+    assert_df_equality(comparable(actual), comparable(expected_df), ignore_row_order=True,
                        ignore_nullable=True, ignore_column_order=False)
 
 

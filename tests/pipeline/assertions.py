@@ -8,21 +8,19 @@ from pyspark.sql.types import ArrayType
 from tests.pipeline import hand_day_expected as E
 
 
-def _comparable(df):
-    """Array columns as JSON text: chispa orders rows by ``hash()`` of complex columns, which
-    Sail does not implement for arrays ("Unsupported data type in hasher: List(Utf8)")."""
+def comparable(df):
+    """``df`` made comparable by chispa on both engines: rows collected first (Sail 0.7.2 fails
+    to plan a sort over a union whose branches hold a literal column, "does not satisfy order
+    requirements"), array columns as JSON text (chispa orders rows by ``hash()`` of complex
+    columns, which Sail does not implement for arrays: "Unsupported data type in hasher")."""
+    df = df.sparkSession.createDataFrame(df.collect(), df.schema)
     return df.select(*[F.to_json(f.name).alias(f.name) if isinstance(f.dataType, ArrayType)
                        else F.col(f.name) for f in df.schema.fields])
 
 
 def _assert_rows(spark, actual_df, columns: list[str], schema: str, expected_rows) -> None:
     expected = spark.createDataFrame(list(expected_rows), schema)
-    actual = actual_df.select(*columns)
-    # Rows are collected first: Sail 0.7.2 fails to plan a sort over a union whose branches hold
-    # a literal column ("does not satisfy order requirements"), which chispa's row ordering
-    # would build on top of silver.queue_ownership's frame. Reading the Delta table sorts fine.
-    actual = spark.createDataFrame(actual.collect(), actual.schema)
-    assert_df_equality(_comparable(actual), _comparable(expected),
+    assert_df_equality(comparable(actual_df.select(*columns)), comparable(expected),
                        ignore_row_order=True, ignore_nullable=True)
 
 
