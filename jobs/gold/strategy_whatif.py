@@ -38,9 +38,9 @@ TOPIC_KEY = ["cluster", "group", "topic"]
 RUN_KEY = [*TOPIC_KEY, "run"]
 
 
-def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
-    """One row per (group, topic, run of equal snapshots): ``mq_all``, ``cid_all``,
-    ``subscribers``, ``start``, ``minutes``, ``rooms_known``."""
+def topic_snapshots(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
+    """One row per (group, topic, offsets snapshot ``ts``): ``mq_all``, ``cid_all`` (sorted, one
+    entry per process) and ``subscribers``, as the members saw it at that snapshot."""
     mq = F.struct("topic", "broker_name", "queue_id")
     queues = (queue_offsets_df.where(F.col("queue_id") >= 0)
               .groupBy(*TOPIC_KEY, "ts").agg(sort_mq_all(F.collect_list(mq)).alias("mq_all")))
@@ -54,10 +54,20 @@ def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> D
                      F.array_sort(F.collect_list(F.when(
                          F.col("topics").isNull() | F.array_contains("topics", F.col("topic")),
                          F.col("client_id")))).alias("subscribers")))
+    return snapshots.where(F.size("cid_all") > 0)
+
+
+def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
+    """One row per (group, topic, run of equal snapshots): ``mq_all``, ``cid_all``,
+    ``subscribers``, ``start``, ``minutes``, ``rooms_known``."""
+    return states_of_snapshots(topic_snapshots(queue_offsets_df, member_context_df))
+
+
+def states_of_snapshots(snapshots: DataFrame) -> DataFrame:
+    """``topic_snapshots`` rows collapsed into runs of consecutive equal snapshots (states)."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     key = F.to_json(F.struct("mq_all", "cid_all", "subscribers"))
-    runs = (snapshots.where(F.size("cid_all") > 0)
-            .withColumn("_key", key)
+    runs = (snapshots.withColumn("_key", key)
             .withColumn("_new", F.when(F.lag("_key").over(order).eqNullSafe(F.col("_key")), 0)
                         .otherwise(1))
             .withColumn("run", F.sum("_new").over(

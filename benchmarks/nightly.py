@@ -1,0 +1,239 @@
+"""The nightly pipeline benchmark behind ``make bench`` (never part of ``make test``).
+
+``python -m benchmarks [--scales S,M,L] [--engines sail,spark] [--cache DIR] [--replay-hours H]``
+
+Per scale: simulates the ``sample`` scenario day once (cached under ``--cache``, default
+``$ROCKETLENS_BENCH_CACHE`` or ``~/.cache/rocketlens-bench``, outside the repo), measures the
+raw-read floor (``benchmarks.raw_floor``: pyarrow reading the same files), then runs
+``rocketlens run`` in a subprocess per engine — Sail into a Delta lake (the default setup),
+and, for the engine ratio, Sail and classic Spark local[2] into the test-only Parquet lake
+(Delta jars cannot be fetched for classic Spark here) — sampling the process tree's resident
+memory every 0.2 s. Then replay on change vs naive per-snapshot replay on the Sail lake
+(``benchmarks.replay_day``). Prints one table and appends every figure as JSON to
+``<cache>/results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from jobs.simulate.run import simulate
+
+DAY = dt.date(2025, 11, 21)
+REPO = Path(__file__).resolve().parents[1]
+# Targets of issue #9 (2 cores).
+TARGET_FLOOR_RATIO = 3.0
+TARGET_ENGINE_RATIO = 5.0
+TARGET_ROW_COST_GROWTH = 1.2
+TARGET_REPLAY_SPEEDUP = 20.0
+TARGET_PEAK_GIB = 4.0
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("ROCKETLENS_BENCH_CACHE", Path.home() / ".cache" / "rocketlens-bench"))
+
+
+def ensure_day(cache: Path, scale: str) -> tuple[Path, dict]:
+    """The scale's landing day, simulated once (seed 0) and reused while its truth file exists."""
+    landing = cache / scale / "landing"
+    truth_file = landing / "_truth.json"
+    if not truth_file.exists():
+        print(f"simulating the sample day at scale {scale} into {landing} …", flush=True)
+        started = time.perf_counter()
+        simulate("sample", DAY, landing, seed=0, scale=scale)
+        print(f"  {time.perf_counter() - started:.0f} s", flush=True)
+    return landing, json.loads(truth_file.read_text())
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """Resident memory of ``root`` and all its descendants (Sail runs in-process; classic Spark
+    in a JVM child of the driver's Python)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * page
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str) -> dict:
+    """``rocketlens run`` for the day in a subprocess: wall seconds, peak RSS, per-step seconds."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
+    env["ROCKETLENS_LAKE_FORMAT"] = lake_format
+    cmd = [sys.executable, "-m", "jobs", "run", "--date", DAY.isoformat(), "--landing", str(landing),
+           "--lake", str(lake_dir), "--engine", engine, "--log-format", "json"]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.2):
+            peak = max(peak, _tree_rss_bytes(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"rocketlens run ({engine}, {lake_format}) exited {proc.returncode}: "
+                         f"{stderr.strip().splitlines()[-1] if stderr.strip() else stdout[-500:]}")
+    events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    return {"wall": wall, "peak_rss": peak, "events": events}
+
+
+def parse_seconds(events: list[dict]) -> dict[str, float]:
+    """Seconds spent parsing each source: from its ``parsing`` event to the next event."""
+    out = {}
+    for event, following in zip(events, events[1:]):
+        if event.get("stage") == "parse":
+            out[event["table"]] = following["elapsed"] - event["elapsed"]
+    return out
+
+
+def step_seconds(events: list[dict]) -> dict[str, float]:
+    return {e["table"]: e["seconds"] for e in events if e.get("event") == "wrote"}
+
+
+def _python_module(module: str, *args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{module} failed: {proc.stderr.strip()[-800:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _record(cache: Path, record: dict) -> None:
+    record = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **record}
+    with open(cache / "results.jsonl", "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def _row(cells: list) -> str:
+    return "  ".join(str(c).rjust(w) for c, w in zip(cells, (6, 16, 9, 11, 9, 10, 12)))
+
+
+def _mark(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scales", default="S,M", help="comma list of S, M, L (default S,M)")
+    parser.add_argument("--engines", default="sail,spark",
+                        help="sail (Delta and Parquet lake) and/or spark (Parquet lake)")
+    parser.add_argument("--cache", type=Path, default=default_cache())
+    parser.add_argument("--replay-hours", type=float, default=24.0,
+                        help="hours of the day the replay comparison covers")
+    parser.add_argument("--no-replay", action="store_true")
+    args = parser.parse_args()
+    scales = [s.strip() for s in args.scales.split(",") if s.strip()]
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    args.cache.mkdir(parents=True, exist_ok=True)
+    print(f"rocketlens benchmark: scales {scales}, engines {engines}, {os.cpu_count()} cores, "
+          f"cache {args.cache}", flush=True)
+
+    runs: list[dict] = []
+    floors: dict[str, float] = {}
+    lines: dict[str, int] = {}
+    replay: dict[str, dict] = {}
+    for scale in scales:
+        landing, truth = ensure_day(args.cache, scale)
+        lines[scale] = sum(truth["lines"].values())
+        floor = _python_module("benchmarks.raw_floor", str(landing), "--date", DAY.isoformat())
+        floors[scale] = sum(v["seconds"] for v in floor.values())
+        _record(args.cache, {"kind": "floor", "scale": scale, "per_source": floor})
+        print(f"[{scale}] {lines[scale]:,} lines; raw-read floor {floors[scale]:.1f} s", flush=True)
+        setups = ([("sail", "delta"), ("sail", "parquet")] if "sail" in engines else []) + \
+                 ([("spark", "parquet")] if "spark" in engines else [])
+        for engine, fmt in setups:
+            lake_dir = args.cache / scale / f"lake-{engine}-{fmt}"
+            result = run_pipeline(landing, lake_dir, engine, fmt)
+            per_source = {s: {"rows": truth["lines"].get(s, 0), "parse_seconds": sec}
+                          for s, sec in parse_seconds(result["events"]).items()}
+            run = {"scale": scale, "engine": engine, "format": fmt, "wall": result["wall"],
+                   "peak_rss": result["peak_rss"], "lines": lines[scale], "floor": floors[scale],
+                   "per_source": per_source, "steps": step_seconds(result["events"])}
+            runs.append(run)
+            _record(args.cache, {"kind": "pipeline", **run})
+            print(f"[{scale}] {engine}/{fmt}: {run['wall']:.1f} s, peak "
+                  f"{run['peak_rss'] / 2**30:.2f} GiB", flush=True)
+        if not args.no_replay and ("sail", "delta") in setups:
+            replay[scale] = _python_module(
+                "benchmarks.replay_day", "--lake", str(args.cache / scale / "lake-sail-delta"),
+                "--date", DAY.isoformat(), "--hours", str(args.replay_hours))
+            _record(args.cache, {"kind": "replay", "scale": scale, **replay[scale]})
+
+    print()
+    print(_row(["scale", "engine/lake", "wall s", "lines/s", "floor s", "pipe/floor", "peak GiB"]))
+    for r in runs:
+        print(_row([r["scale"], f"{r['engine']}/{r['format']}", f"{r['wall']:.1f}",
+                    f"{r['lines'] / r['wall']:,.0f}", f"{r['floor']:.1f}",
+                    f"{r['wall'] / r['floor']:.1f}x", f"{r['peak_rss'] / 2**30:.2f}"]))
+    print()
+    print("rows/s per source (rows / seconds parsing that source):")
+    for r in runs:
+        cells = ", ".join(f"{s} {v['rows'] / v['parse_seconds']:,.0f}"
+                          for s, v in r["per_source"].items() if v["parse_seconds"] > 0)
+        print(f"  {r['scale']} {r['engine']}/{r['format']}: {cells}")
+    print()
+    by = {(r["scale"], r["engine"], r["format"]): r for r in runs}
+    for scale in scales:
+        sail_d = by.get((scale, "sail", "delta"))
+        if sail_d:
+            ratio = sail_d["wall"] / sail_d["floor"]
+            print(f"{scale}: Sail pipeline / raw-read floor = {ratio:.1f}x "
+                  f"(target <= {TARGET_FLOOR_RATIO:.0f}x on M: {_mark(ratio <= TARGET_FLOOR_RATIO)})")
+        sail_p, spark_p = by.get((scale, "sail", "parquet")), by.get((scale, "spark", "parquet"))
+        if sail_p and spark_p:
+            ratio = spark_p["wall"] / sail_p["wall"]
+            print(f"{scale}: classic Spark / Sail = {ratio:.2f}x "
+                  f"(target >= {TARGET_ENGINE_RATIO:.0f}x: {_mark(ratio >= TARGET_ENGINE_RATIO)})")
+    for engine, fmt in {(r["engine"], r["format"]) for r in runs}:
+        costs = [(s, by[(s, engine, fmt)]["wall"] / by[(s, engine, fmt)]["lines"] * 1e6)
+                 for s in scales if (s, engine, fmt) in by]
+        if len(costs) > 1:
+            growth = costs[-1][1] / costs[0][1]
+            print(f"per-row cost {engine}/{fmt}: " + " → ".join(f"{s} {c:.1f} µs" for s, c in costs)
+                  + f" ({costs[0][0]}→{costs[-1][0]} {growth:.2f}x; target <= "
+                  f"{TARGET_ROW_COST_GROWTH}x: {_mark(growth <= TARGET_ROW_COST_GROWTH)})")
+    for scale, r in replay.items():
+        print(f"{scale}: replay on change {r['on_change_seconds']:.1f} s vs naive per snapshot "
+              f"{r['naive_seconds']:.1f} s over {r['snapshots']:,} snapshots / {r['states']:,} states "
+              f"= {r['speedup']:.1f}x (target >= {TARGET_REPLAY_SPEEDUP:.0f}x: "
+              f"{_mark(r['speedup'] >= TARGET_REPLAY_SPEEDUP)})")
+    if runs:
+        peak = max(r["peak_rss"] for r in runs) / 2**30
+        print(f"peak memory {peak:.2f} GiB (target <= {TARGET_PEAK_GIB:.0f} GiB: "
+              f"{_mark(peak <= TARGET_PEAK_GIB)})")
+    print(f"figures appended to {args.cache / 'results.jsonl'}")
+
+
+if __name__ == "__main__":
+    main()
