@@ -79,6 +79,7 @@ def _write_parquet_day(df: DataFrame, path: str, run_date: dt.date) -> None:
     """Replace ``<path>/date=D`` by hand: Sail ignores dynamic partition overwrite."""
     shutil.rmtree(Path(path) / f"date={run_date.isoformat()}", ignore_errors=True)
     df.write.mode("append").partitionBy("date").parquet(path)
+    Path(path).mkdir(parents=True, exist_ok=True)  # an empty frame may leave no folder (Sail)
     (Path(path) / PARQUET_SCHEMA_FILE).write_text(df.schema.json())
 
 

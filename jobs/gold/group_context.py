@@ -9,8 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.columns import plus_seconds
 from jobs.silver.queue_state import live_processes
+from jobs.time_joins import join_recent
 
 
 def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
@@ -23,17 +23,14 @@ def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
     live = live_processes(snaps, members_df, liveness_window_seconds)
     subs = subscriptions_df.select("cluster", "group", "client_id", F.col("ts").alias("_at"),
                                    "topic")
-    topics = (live.select("cluster", "group", "ts", "client_id")
-              .join(subs, on=["cluster", "group", "client_id"], how="inner")
-              .where((F.col("_at") > plus_seconds(F.col("ts"), -liveness_window_seconds))
-                     & (F.col("_at") <= F.col("ts")))
+    topics = (join_recent(live.select("cluster", "group", "ts", "client_id"), subs,
+                          ["cluster", "group", "client_id"], "ts", "_at", liveness_window_seconds)
               .groupBy("cluster", "group", "ts", "client_id")
               .agg(F.array_sort(F.collect_set("topic")).alias("topics")))
     cfg = config_df.select("cluster", "group", "client_id", F.col("ts").alias("_at"), "strategy")
-    strategy = (live.select("cluster", "group", "ts", "client_id")
-                .join(cfg, on=["cluster", "group", "client_id"], how="inner")
-                .where((F.col("_at") > plus_seconds(F.col("ts"), -max_snapshot_gap_seconds))
-                       & (F.col("_at") <= F.col("ts")))
+    strategy = (join_recent(live.select("cluster", "group", "ts", "client_id"), cfg,
+                            ["cluster", "group", "client_id"], "ts", "_at",
+                            max_snapshot_gap_seconds)
                 .groupBy("cluster", "group", "ts", "client_id")
                 .agg(F.max_by("strategy", "_at").alias("strategy")))
     keys = ["cluster", "group", "ts", "client_id"]

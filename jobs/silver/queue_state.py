@@ -15,29 +15,34 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
+from jobs.time_joins import join_recent, merge_intervals
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 SNAPSHOT_KEY = QUEUE_KEY + ["ts"]
 
 
 def claims_in_force(ownership_df: DataFrame, max_snapshot_gap_seconds: int) -> DataFrame:
-    """Claims with an effective end: an open running-info claim ends after the snapshot gap."""
+    """Per queue and client, the stretches of time some claim of any source covers: an open
+    running-info claim ends after the snapshot gap; overlapping claims are merged, so the
+    snapshot join meets a few stretches, not every claim (a [persistAll] line every 5 s)."""
     open_end = F.when(F.col("source") == "running_info",
                       plus_seconds(F.col("valid_from"), max_snapshot_gap_seconds))
-    return ownership_df.select(
-        *QUEUE_KEY, "client_id", "source", "valid_from",
-        F.coalesce("valid_until", open_end).alias("valid_until"))
+    claims = (ownership_df.select(*QUEUE_KEY, "client_id", "valid_from",
+                                  F.coalesce("valid_until", open_end).alias("valid_until"))
+              # a rebalance-log claim still open at the end of the data never matched
+              # `ts < valid_until` (null); merging must not let it swallow its neighbours
+              .where(F.col("valid_until").isNotNull()))
+    return merge_intervals(claims, [*QUEUE_KEY, "client_id"], "valid_from", "valid_until")
 
 
 def live_processes(snapshots_df: DataFrame, members_df: DataFrame,
                    liveness_window_seconds: int) -> DataFrame:
     """Per (group, snapshot ts, client_id) live at ts: the processes behind the id at its latest
     connection record in (ts − window, ts]. Input ``snapshots_df``: ``cluster, group, ts``."""
-    window_start = plus_seconds(F.col("ts"), -liveness_window_seconds)
     members = members_df.select("cluster", "group", "client_id",
                                 F.col("ts").alias("_seen"), "processes")
-    joined = snapshots_df.join(members, on=["cluster", "group"], how="inner").where(
-        (F.col("_seen") > window_start) & (F.col("_seen") <= F.col("ts")))
+    joined = join_recent(snapshots_df, members, ["cluster", "group"], "ts", "_seen",
+                         liveness_window_seconds)
     return joined.groupBy("cluster", "group", "ts", "client_id").agg(
         F.max_by("processes", "_seen").alias("processes"),
         F.max("_seen").alias("last_seen_connection"))
