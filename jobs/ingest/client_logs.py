@@ -27,13 +27,14 @@ so ``.`` means the same on both, no look-around, no back-references.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType
+from pyspark.sql.types import ArrayType, DataType, StringType
 
 from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA, MESSAGE_QUEUE_TYPE
 
@@ -226,51 +227,84 @@ def _by_event(cases: dict[str, Column], data_type: DataType | str) -> Column:
     return result
 
 
+_GROUP_SEP = "\u0001"
+
+
+def regexp_groups(text: Column, pattern: str, groups: int) -> Column:
+    """The ``groups`` capture groups of ``pattern`` (anchored ``^…$``) in ``text`` as an array
+    of strings (``""`` for a group that took no part), null when ``text`` does not match.
+
+    One ``regexp_replace`` rewrites the text into its groups joined by U+0001 and a split takes
+    them apart: a ``regexp_extract`` per group would run the regex once per group, which made
+    client-log parsing the pipeline's largest cost. A text that holds U+0001 itself is taken
+    apart group by group instead, so it cannot shift the fields. ``text`` should be a column,
+    not an expression: it is referenced several times.
+    """
+    joined = F.regexp_replace(text, pattern, _GROUP_SEP.join(f"${i}" for i in range(1, groups + 1)))
+    one_by_one = F.array(*[F.regexp_extract(text, pattern, i) for i in range(1, groups + 1)])
+    return F.when(text.rlike(pattern),
+                  F.when(text.contains(_GROUP_SEP), one_by_one)
+                  .otherwise(F.split(joined, _GROUP_SEP, groups)))
+
+
 def _with_header(zone: str, keep_columns: tuple[str, ...]):
+    """Header fields of each line. Each projection computes what the next one reads as a column,
+    so every regex runs once per line (neither engine reliably shares repeated expressions)."""
     def transform(df: DataFrame) -> DataFrame:
-        line = F.regexp_replace(F.col("line"), r"[\r\n]+$", "")
-        is_5x = line.rlike(_HEADER_5X)
-        is_49 = line.rlike(_HEADER_49)
+        passthrough = ["_source_file", "_line_no", *keep_columns]
+        line = F.col("_line")
+        h5, h49 = F.col("_h5"), F.col("_h49")
+        is_5x, is_49 = h5.isNotNull(), h49.isNotNull()
 
-        def part(group_5x: int | None, group_49: int | None) -> Column:
-            value = None
-            if group_5x is not None:
-                value = F.when(is_5x, F.regexp_extract(line, _HEADER_5X, group_5x))
-            if group_49 is not None:
-                part_49 = F.regexp_extract(line, _HEADER_49, group_49)
-                value = (F.when(is_49, part_49) if value is None
-                         else value.when(is_49, part_49))
-            return value
+        def part(group_5x: int, group_49: int) -> Column:
+            return F.when(is_5x, h5[group_5x - 1]).when(is_49, h49[group_49 - 1])
 
-        token_49 = F.regexp_extract(line, _HEADER_49, 4)
-        token_is_logger = token_49.rlike(_LOGGER_NAME)
+        token_49 = h49[3]
+        token_is_logger = F.col("_token_is_logger")
         millis = part(2, 2)
         local_millis = (F.unix_millis(F.try_to_timestamp(part(1, 1), F.lit("yyyy-MM-dd HH:mm:ss")))
                         + F.when(millis == "", F.lit(0)).otherwise(millis.try_cast("long")))
-        return df.select(
-            "_source_file",
-            "_line_no",
-            *keep_columns,
-            wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
-            part(3, 3).alias("level"),
-            F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 5))
-             .when(is_49 & ~token_is_logger, token_49).alias("thread"),
-            F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 6))
-             .when(is_49 & token_is_logger, token_49).alias("logger"),
-            F.when(is_5x, F.regexp_extract(line, _HEADER_5X, 4).try_cast("int")).alias("pid"),
-            F.when(is_5x, F.lit("5.x")).when(is_49, F.lit("4.9")).alias("log_layout"),
-            part(7, 5).alias("message"),
+        return (
+            df.select(*passthrough, F.regexp_replace(F.col("line"), r"[\r\n]+$", "").alias("_line"))
+            .select(*passthrough, "_line", regexp_groups(line, _HEADER_5X, 7).alias("_h5"))
+            # a 5.x line also fits the 4.9 layout; the 5.x reading wins
+            .select(*passthrough, "_h5",
+                    F.when(h5.isNull(), regexp_groups(line, _HEADER_49, 5)).alias("_h49"))
+            .select(*passthrough, "_h5", "_h49",
+                    token_49.rlike(_LOGGER_NAME).alias("_token_is_logger"))
+            .select(
+                *passthrough,
+                wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
+                part(3, 3).alias("level"),
+                F.when(is_5x, h5[4]).when(is_49 & ~token_is_logger, token_49).alias("thread"),
+                F.when(is_5x, h5[5]).when(is_49 & token_is_logger, token_49).alias("logger"),
+                F.when(is_5x, h5[3].try_cast("int")).alias("pid"),
+                F.when(is_5x, F.lit("5.x")).when(is_49, F.lit("4.9")).alias("log_layout"),
+                part(7, 5).alias("message"),
+            )
         )
     return transform
 
 
+def _literal_prefixes(signature: str) -> tuple[str, ...]:
+    """The literal texts a line must start with to match ``signature``: a cheap test in front
+    of the regex, which then runs only on the few lines that start right."""
+    body = signature.removeprefix("^")
+    if body.startswith("(?:client )?"):
+        return tuple(p + q for p in ("client ", "") for q in _literal_prefixes(body[12:]))
+    literal = re.match(r"(?:[^\\\[\](){}.*+?|^$]|\\[.\[\]])*", body).group(0)
+    return (literal.replace("\\", ""),)
+
+
 def _with_event(df: DataFrame) -> DataFrame:
     message = F.col("message")
-    event = None
-    for template in _TEMPLATES:
-        matches = message.rlike(template.signature)
-        event = (F.when(matches, F.lit(template.event)) if event is None
-                 else event.when(matches, F.lit(template.event)))
+    event = F.lit(None).cast("string")
+    for template in reversed(_TEMPLATES):
+        starts = functools.reduce(lambda a, b: a | b, [
+            message.startswith(prefix) for prefix in _literal_prefixes(template.signature)])
+        # nested, not `&`: the regex is evaluated only where the prefix matched
+        matches = F.when(starts, message.rlike(template.signature)).otherwise(F.lit(False))
+        event = F.when(matches, F.lit(template.event)).otherwise(event)
     return df.withColumn("event", event)
 
 
@@ -278,29 +312,36 @@ def _with_raw_fields(df: DataFrame) -> DataFrame:
     """One string column per RocketMQ field name, taken with the pattern of the line's event.
 
     A field is null when the line's event does not print it or the line does not fit the pattern.
+    The pattern runs once per line (``regexp_groups``); the fields are read off its groups.
     """
+    groups = _by_event({t.event: regexp_groups(F.col("message"), t.pattern,
+                                               re.compile(t.pattern).groups)
+                        for t in _TEMPLATES}, ArrayType(StringType()))
     fields = sorted({name for template in _TEMPLATES for name in template.fields})
-    raw = []
-    for name in fields:
-        cases = {template.event: F.when(F.col("message").rlike(template.pattern),
-                                        F.regexp_extract(F.col("message"), template.pattern,
-                                                         template.fields[name]))
-                 for template in _TEMPLATES if name in template.fields}
-        raw.append(_by_event(cases, "string").alias(_raw_name(name)))
-    fits = _by_event({template.event: F.col("message").rlike(template.pattern)
-                      for template in _TEMPLATES}, "boolean")
-    return df.select("*", fits.alias("__fits"), *raw)
+    raw = [_by_event({t.event: F.col("__groups")[t.fields[name] - 1]
+                      for t in _TEMPLATES if name in t.fields}, "string").alias(_raw_name(name))
+           for name in fields]
+    fits = F.when(F.col("event").isNotNull(), F.col("__groups").isNotNull())
+    return (df.select("*", groups.alias("__groups"))
+            .select(*df.columns, fits.alias("__fits"), *raw))
 
 
 def _typed_fields(df: DataFrame) -> DataFrame:
     def raw(name: str) -> Column:
         return F.col(_raw_name(name))
 
-    typed = {name: _whole_number(raw(name), "int") for name in _INT_FIELDS}
-    typed.update({name: _whole_number(raw(name), "long") for name in _LONG_FIELDS})
+    # First projection: every number and the single queue once, as columns the second reads.
+    numbers = {name: _whole_number(raw(name), "int") for name in _INT_FIELDS}
+    numbers.update({name: _whole_number(raw(name), "long") for name in _LONG_FIELDS})
+    mq_parts = regexp_groups(raw("messageQueue"), _MQ_PARTS, 3)
+    df = df.select("*", *[v.alias(f"__num_{k}") for k, v in numbers.items()],
+                   mq_parts.alias("__mq_parts"))
+    typed = {name: F.col(f"__num_{name}") for name in numbers}
 
-    single_mq_ok = raw("messageQueue").rlike(_MQ_PARTS)
-    single_mq = F.when(single_mq_ok, F.array(message_queue_struct(raw("messageQueue"))))
+    single_mq_ok = F.col("__mq_parts").isNotNull()
+    single_mq = F.when(single_mq_ok, F.array(F.struct(
+        F.col("__mq_parts")[0].alias("topic"), F.col("__mq_parts")[1].alias("broker_name"),
+        F.col("__mq_parts")[2].try_cast("int").alias("queue_id"))))
     mq_set_ok = raw("rebalanceResultSet").rlike(_MQ_SET)
     mq_set = F.when(mq_set_ok, F.transform(
         F.regexp_extract_all(raw("rebalanceResultSet"), F.lit(_MQ), 0), message_queue_struct))
