@@ -12,6 +12,7 @@ import datetime as dt
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from jobs.ingest.landing_files import line_day, line_status, out_of_window_reason
 from schemas.landing import JsonSource
@@ -36,19 +37,29 @@ def _first_reason(checks: list[tuple[Column, Column]]) -> Column:
     return expr if expr is not None else F.lit(None).cast("string")
 
 
+def raw_fields_schema(source: JsonSource) -> StructType:
+    """Every known field as a string: ``from_json`` gives a value's JSON text there, as the map
+    parse does, but reading a struct field is far cheaper than a map lookup per check."""
+    return StructType([StructField(name, StringType()) for name in source.field_names])
+
+
 def rejection_reason(source: JsonSource, line: Column, raw: Column, rec: Column,
-                     ts: Column) -> Column:
-    """Why a line cannot be accepted, in the order a person would fix it; null if it is fine."""
+                     ts: Column, raw_fields: Column | None = None) -> Column:
+    """Why a line cannot be accepted, in the order a person would fix it; null if it is fine.
+
+    ``raw`` is the line as ``map<string,string>`` (null: not a JSON object), ``raw_fields`` the
+    known fields' raw text (``raw_fields_schema``; default: looked up in ``raw``)."""
+    fields = raw if raw_fields is None else raw_fields
     checks: list[tuple[Column, Column]] = [
         (F.trim(line) == "", F.lit("empty_line")),
         (raw.isNull(), F.lit("malformed_json: not a JSON object")),
     ]
     for name in source.required:
-        checks.append((raw[name].isNull(), F.lit(f"missing_required_field: {name}")))
-    checks.append((ts.isNull(), F.concat(F.lit("invalid_timestamp: ts="), raw["ts"])))
+        checks.append((fields[name].isNull(), F.lit(f"missing_required_field: {name}")))
+    checks.append((ts.isNull(), F.concat(F.lit("invalid_timestamp: ts="), fields["ts"])))
     for name in source.field_names:
         if name != "ts":
-            checks.append((raw[name].isNotNull() & rec[name].isNull(),
+            checks.append((fields[name].isNotNull() & rec[name].isNull(),
                            F.lit(f"wrong_type: {name}")))
     for name in source.non_negative:
         checks.append((rec[name] < 0, F.concat(F.lit(f"negative_offset: {name}="),
@@ -74,8 +85,10 @@ def classify_json_lines(lines_df: DataFrame, source: JsonSource, run_date: dt.da
         "_source_file", "_folder_date", "_line_no", "line",
         F.from_json("line", "map<string,string>").alias("_raw"),
         F.from_json("line", source.schema).alias("_rec"),
-    ).withColumn("_ts", parse_record_ts(raw["ts"]))
-    reason = rejection_reason(source, F.col("line"), raw, rec, F.col("_ts"))
+        F.from_json("line", raw_fields_schema(source)).alias("_raw_fields"),
+    ).withColumn("_ts", parse_record_ts(F.col("_raw_fields")["ts"]))
+    reason = rejection_reason(source, F.col("line"), raw, rec, F.col("_ts"),
+                              F.col("_raw_fields"))
     day = line_day(F.col("_ts"), F.col("_folder_date"))
     classified = parsed.select(
         "*",
