@@ -4,7 +4,8 @@ Files are read one by one so that every row can carry its file name as a literal
 ``input_file_name()`` nor ``_metadata`` exists on Sail; one read per file also sidesteps Sail's
 refusal to mix ``.gz`` and plain files in one read). The 1-based line number is the row's rank
 by ``monotonically_increasing_id()`` within its file: both engines number a file's rows in file
-order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file).
+order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file);
+see ``number_lines``.
 """
 
 from __future__ import annotations
@@ -64,15 +65,33 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
     return found
 
 
+_ROW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row index in partition
+
+
 def number_lines(text_df: DataFrame) -> DataFrame:
     """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``.
 
-    A trailing ``\\r`` (CRLF files) is dropped from the line.
+    ``monotonically_increasing_id()`` is the partition index in the high bits and the row's
+    index within its partition in the low 33 (both engines, tested): a line's number is its
+    index in its partition plus the rows of the file's earlier partitions. Those come from a
+    count per (file, partition) — a few rows — so the lines are never sorted or shuffled (a
+    window over a whole file put a 4.9 GB file in one sort and crashed Sail at scale M).
+    A trailing ``\r`` (CRLF files) is dropped from the line.
     """
-    in_file = Window.partitionBy("_source_file").orderBy("_order")
-    return text_df.select(
+    part = F.shiftright("_order", _ROW_BITS)
+    row = F.col("_order").bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
+    with_part = text_df.withColumn("_part", part).withColumn("_row", row)
+    earlier = Window.partitionBy("_source_file").orderBy("_part").rowsBetween(
+        Window.unboundedPreceding, -1)
+    offsets = (with_part.groupBy("_source_file", "_part")
+               .agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first_row"))
+               .select("_source_file", "_part", "_first_row",
+                       F.coalesce(F.sum("_n").over(earlier), F.lit(0)).alias("_before")))
+    # the small side first: Sail builds its hash table from the left input whatever the hint,
+    # and a build side holding the lines overflowed Arrow's 2 GiB string offsets
+    return F.broadcast(offsets).join(with_part, on=["_source_file", "_part"], how="inner").select(
         "_source_file", "_folder_date",
-        F.row_number().over(in_file).cast("long").alias("_line_no"),
+        (F.col("_before") + F.col("_row") - F.col("_first_row") + 1).cast("long").alias("_line_no"),
         F.regexp_replace("value", "\r$", "").alias("line"),
     )
 
