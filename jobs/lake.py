@@ -39,6 +39,7 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
+import logging
 import os
 import random
 import shutil
@@ -50,6 +51,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
 
 LAYERS = ("bronze", "silver", "gold")
 LAKE_FORMATS = ("delta", "parquet")
@@ -111,7 +114,10 @@ def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, 
         except Exception as exc:
             if attempt == attempts or not is_commit_conflict(exc):
                 raise
-            sleep(min(5.0, 0.2 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5))
+            delay = min(5.0, 0.2 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+            log.warning("commit conflict on %s.%s (attempt %d of %d), retrying in %.1fs: %s",
+                        layer, name, attempt, attempts, delay, str(exc).strip()[:200])
+            sleep(delay)
 
 
 def is_commit_conflict(exc: BaseException) -> bool:
