@@ -134,13 +134,22 @@ def _check_run_paths(landing: Path, lake: Path) -> None:
 def _check_landing_data(landing: Path, run_date: dt.date) -> None:
     """Fail before starting an engine when no source has a file for the day (the pipeline
     checks again, after parsing)."""
-    from jobs.ingest.landing_files import list_landing_files
+    import logging
+
+    from jobs.ingest import landing_files
     from schemas.landing import ALL_SOURCES
 
-    if not any(list_landing_files(landing, source, run_date) for source in ALL_SOURCES):
+    quiet = logging.getLogger(landing_files.__name__)
+    level, quiet.level = quiet.level, logging.ERROR  # the run itself warns per skipped file
+    try:
+        found = any(landing_files.list_landing_files(landing, source, run_date)
+                    for source in ALL_SOURCES)
+    finally:
+        quiet.setLevel(level)
+    if not found:
         raise NoDataForDay(
             f"no landing files for {run_date} under {landing} (expected "
-            f"{landing}/<{'|'.join(ALL_SOURCES)}>/date={run_date}/): "
+            f"{landing}/<{'|'.join(ALL_SOURCES)}>/date={run_date}/*.jsonl[.gz] or *.log[.gz]): "
             "check the collectors or --landing, and rerun once the day has landed")
 
 
