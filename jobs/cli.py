@@ -1,16 +1,21 @@
 """The ``rocketlens`` command line (DESIGN.md §1).
 
-Exit codes: 0 ran (findings or not), 1 failure, 2 bad usage, 3 findings at or above ``--fail-on``.
-Every option also reads ``ROCKETLENS_<OPTION>``. A failure prints one line saying what to do.
+Exit codes: 0 ran (findings or not), 1 failure, 2 bad usage or settings, 3 findings at or above
+``--fail-on``, 4 landing directory missing, 5 no landing data for the day, 6 engine did not start,
+7 Java missing for ``--engine spark`` (README, Failure modes). Every option also reads
+``ROCKETLENS_<OPTION>``. A failure prints one line, ``rocketlens: …``, saying what to do; usage
+errors too (no usage block), so a scheduler's log shows the reason on the last line.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import sys
 import time
 import uuid
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import click
@@ -36,11 +41,40 @@ class UsageProblem(RocketlensError):
     exit_code = 2
 
 
+class LandingMissing(RocketlensError):
+    """``--landing`` does not exist (exit 4): a wrong path or storage not mounted."""
+
+    exit_code = 4
+
+
+class NoDataForDay(RocketlensError):
+    """The landing root holds no file for the day (exit 5): the collectors have not delivered."""
+
+    exit_code = 5
+
+
+class EngineDidNotStart(RocketlensError):
+    """The Spark engine could not be started or reached (exit 6)."""
+
+    exit_code = 6
+
+
+class JavaMissing(RocketlensError):
+    """``--engine spark`` needs a JVM and finds no Java (exit 7)."""
+
+    exit_code = 7
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _parse_date(ctx, param, value: str | None) -> dt.date | None:
+    """Exactly ``YYYY-MM-DD`` of a real day (not ``2025-1-5``, ``20251121``, ISO week dates, or
+    a time): the day names partitions and folders, so it must have one spelling."""
     if value is None:
         return None
     try:
-        if len(value) != 10:
+        if not _DAY.fullmatch(value):
             raise ValueError
         return dt.date.fromisoformat(value)
     except ValueError:
@@ -62,20 +96,95 @@ def _load_settings(conf: str | None):
         raise UsageProblem(str(exc)) from None
 
 
+@contextmanager
 def _session(engine: str, remote: str | None, settings, delta: bool = True):
-    from jobs.engine import open_session
+    """The engine's session; its start failures become one-line errors with their exit code."""
+    from jobs.engine import EngineConfigError, EngineError, JavaNotFound, open_session
 
-    return open_session(engine, remote=remote or settings.engine.remote or None, delta=delta,
-                        shuffle_partitions=settings.engine.shuffle_partitions)
+    with ExitStack() as stack:
+        try:
+            spark = stack.enter_context(open_session(
+                engine, remote=remote or settings.engine.remote or None, delta=delta,
+                shuffle_partitions=settings.engine.shuffle_partitions,
+                connect_timeout=settings.engine.connect_timeout_seconds))
+        except EngineConfigError as exc:
+            raise UsageProblem(str(exc)) from None
+        except JavaNotFound as exc:
+            raise JavaMissing(str(exc)) from None
+        except EngineError as exc:
+            raise EngineDidNotStart(str(exc)) from None
+        yield spark
+
+
+def _check_run_paths(landing: Path, lake: Path) -> None:
+    """Landing must exist; the lake must neither hold nor sit inside the landing root (a run
+    would read its own output, or the collectors' cleanup delete the lake), and its path is
+    quoted into SQL, so a backtick in it is refused rather than escaped."""
+    if not landing.is_dir():
+        raise LandingMissing(f"landing directory {landing} does not exist: check --landing "
+                             "(or that the landing storage is mounted)")
+    landing_r, lake_r = landing.resolve(), lake.resolve()
+    if lake_r == landing_r or landing_r in lake_r.parents or lake_r in landing_r.parents:
+        raise UsageProblem(f"--lake {lake} and --landing {landing} overlap: put the lake "
+                           "outside the landing root and vice versa")
+    if "`" in str(lake_r):
+        raise UsageProblem(f"--lake {lake}: a backtick in the path is not supported")
+
+
+def _check_landing_data(landing: Path, run_date: dt.date) -> None:
+    """Fail before starting an engine when no source has a file for the day (the pipeline
+    checks again, after parsing)."""
+    import logging
+
+    from jobs.ingest import landing_files
+    from schemas.landing import ALL_SOURCES
+
+    quiet = logging.getLogger(landing_files.__name__)
+    level, quiet.level = quiet.level, logging.ERROR  # the run itself warns per skipped file
+    try:
+        found = any(landing_files.list_landing_files(landing, source, run_date)
+                    for source in ALL_SOURCES)
+    finally:
+        quiet.setLevel(level)
+    if not found:
+        raise NoDataForDay(
+            f"no landing files for {run_date} under {landing} (expected "
+            f"{landing}/<{'|'.join(ALL_SOURCES)}>/date={run_date}/*.jsonl[.gz] or *.log[.gz]): "
+            "check the collectors or --landing, and rerun once the day has landed")
 
 
 ENGINE_CHOICE = click.Choice(["sail", "spark", "connect"])
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _OneLineErrors(click.Group):
+    """Usage errors as one ``rocketlens: …`` line (exit 2) instead of click's usage block."""
+
+    def main(self, *args, **kwargs):
+        if not kwargs.pop("standalone_mode", True):
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            path = exc.ctx.command_path if exc.ctx else "rocketlens"
+            click.echo(f"rocketlens: {exc.format_message()} (see '{path} --help')", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("rocketlens: aborted", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rocketlens")
 def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 class FindingsAtOrAbove(RocketlensError):
@@ -102,7 +211,6 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     """The nightly pipeline for one day: landing → bronze → silver → gold. Idempotent per day."""
     from jobs import alerts
     from jobs import lake as lake_mod
-    from jobs.engine import EngineError
     from jobs.pipeline import NoLandingData, run_day
     from jobs.runlog import RunLog
 
@@ -111,26 +219,36 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
         delta = lake_mod.lake_format() == "delta"
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    if not landing.is_dir():
-        raise RocketlensError(f"landing directory {landing} does not exist: check --landing")
+    _check_run_paths(landing, lake)
+    _check_landing_data(landing, run_date)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     engine = engine or settings.engine.name
     log = RunLog(run_id, run_date, log_format)
-    if log_format == "json":
-        log("started", engine=engine, landing=str(landing), lake=str(lake))
-    else:
-        click.echo(f"rocketlens run {run_date} run_id={run_id} engine={engine}", err=True)
     findings: dict[str, int] = {}
     try:
         with _session(engine, remote, settings, delta=delta) as spark:
+            if log_format == "json":
+                log("started", engine=engine, landing=str(landing), lake=str(lake))
+            else:
+                click.echo(f"rocketlens run {run_date} run_id={run_id} engine={engine}",
+                           err=True)
             report = run_day(spark, landing, lake, run_date, settings, run_id, now, progress=log)
             if fail_on:
                 findings = alerts.count_findings(spark, lake, run_date, fail_on)
-    except (EngineError, NoLandingData) as exc:
+    except Exception as exc:
+        if isinstance(exc, NoLandingData):
+            error: RocketlensError = NoDataForDay(str(exc))
+        elif isinstance(exc, RocketlensError):
+            error = exc
+        else:  # anything else: one line; the progress lines above say how far it got
+            error = RocketlensError(
+                f"run of {run_date} failed ({type(exc).__name__}: {_first_line(exc)}); "
+                f"tables of {run_date} may be incomplete until it is rerun "
+                f"(run_id={run_id})")
         if log_format == "json":
-            log("failed", level="ERROR", error=str(exc))
-        raise RocketlensError(str(exc)) from None
+            log("failed", level="ERROR", error=error.format_message(), exit_code=error.exit_code)
+        raise error from None
     click.echo(output.render_table(
         ["source", "source_file", "lines", "accepted", "quarantined", "other_day", "unmatched"],
         [[r[k] for k in ("source", "source_file", "lines", "accepted", "quarantined",
@@ -159,7 +277,11 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
 @_opt("--conf", default=None, type=click.Path(dir_okay=False))
 def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None,
         conf: str | None) -> None:
-    """Trusted ad-hoc SQL over every lake table (bronze.X, silver.X, gold.X)."""
+    """Trusted ad-hoc SQL over every lake table (bronze.X, silver.X, gold.X).
+
+    The query runs as given, with this process's rights: it can read or write any path the
+    process can (``delta.`/any/path```, ``CREATE TABLE … LOCATION``). Never pass it text from
+    an untrusted source (README, Failure modes)."""
     from jobs import lake as lake_mod
 
     settings = _load_settings(conf)

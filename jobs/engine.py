@@ -28,11 +28,26 @@ class EngineError(RuntimeError):
     """The engine could not start; the message says what to do."""
 
 
+class EngineConfigError(EngineError):
+    """The engine settings are wrong (unknown engine, bad or missing ``--remote``): bad usage."""
+
+
+class JavaNotFound(EngineError):
+    """``--engine spark`` outside spark-submit and no Java to start the JVM with."""
+
+
+CONNECT_TIMEOUT_SECONDS = 60
+
+
 @contextmanager
 def open_session(engine: str = "sail", *, remote: str | None = None, delta: bool = True,
                  master: str | None = None, shuffle_partitions: int = 8,
-                 app_name: str = "rocketlens") -> Iterator[SparkSession]:
-    """Yield a ready SparkSession for ``engine`` and stop it (and its server) afterwards."""
+                 app_name: str = "rocketlens",
+                 connect_timeout: float = CONNECT_TIMEOUT_SECONDS) -> Iterator[SparkSession]:
+    """Yield a ready SparkSession for ``engine`` and stop it (and its server) afterwards.
+
+    Raises ``EngineError`` (or a subclass) when the session cannot be had, before any work.
+    """
     if engine == "sail":
         with _sail_session() as spark:
             yield spark
@@ -45,15 +60,49 @@ def open_session(engine: str = "sail", *, remote: str | None = None, delta: bool
             spark.stop()
     elif engine == "connect":
         if not remote:
-            raise EngineError("engine 'connect' needs --remote sc://host:port")
-        spark = SparkSession.builder.remote(remote).getOrCreate()
-        _apply_common_conf(spark)
+            raise EngineConfigError("engine 'connect' needs --remote sc://host:port")
+        _wait_for_connect_server(remote, connect_timeout)
+        try:
+            spark = SparkSession.builder.remote(remote).getOrCreate()
+            _apply_common_conf(spark)
+        except Exception as exc:
+            raise EngineError(f"the Spark Connect session at {remote} did not start: "
+                              f"{_first_line(exc)}") from exc
         try:
             yield spark
         finally:
             spark.stop()
     else:
-        raise EngineError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        raise EngineConfigError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _wait_for_connect_server(remote: str, timeout: float) -> None:
+    """Fail within ``timeout`` seconds when nothing answers at ``remote``.
+
+    The Spark Connect client retries an unreachable server for about 10 minutes before giving
+    up; a batch job should say at once that its engine is not there.
+    """
+    import grpc
+    from pyspark.sql.connect.client.core import DefaultChannelBuilder
+
+    try:
+        builder = DefaultChannelBuilder(remote)
+    except Exception as exc:
+        raise EngineConfigError(f"--remote {remote!r} is not a Spark Connect URL "
+                                f"(sc://host:port): {_first_line(exc)}") from None
+    channel = builder.toChannel()
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        raise EngineError(f"no Spark Connect server answered at {remote} within {timeout:g}s: "
+                          "start it or fix --remote") from None
+    finally:
+        channel.close()
 
 
 def _apply_common_conf(spark: SparkSession) -> None:
@@ -75,9 +124,13 @@ def _sail_session() -> Iterator[SparkSession]:
         raise EngineError(f"the embedded Sail engine did not start: {exc}") from exc
     atexit.register(_stop_quietly, server)
     host, port = server.listening_address
-    spark = SparkSession.builder.remote(f"sc://{host}:{port}").getOrCreate()
     try:
+        spark = SparkSession.builder.remote(f"sc://{host}:{port}").getOrCreate()
         _apply_common_conf(spark)
+    except Exception as exc:
+        _stop_quietly(server)
+        raise EngineError(f"the embedded Sail engine did not start: {_first_line(exc)}") from exc
+    try:
         yield spark
     finally:
         try:
@@ -96,12 +149,12 @@ def _stop_quietly(server) -> None:
 
 def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int,
                      app_name: str) -> SparkSession:
-    import shutil
-
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # the JVM exists already (spark-submit)
-    if not under_submit and not (os.environ.get("JAVA_HOME") or shutil.which("java")):
-        raise EngineError("engine 'spark' needs Java 17: install it or set JAVA_HOME "
-                          "(or use --engine sail, which needs no JVM)")
+    if not under_submit and java_executable() is None:
+        home = os.environ.get("JAVA_HOME")
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no java on PATH"
+        raise JavaNotFound(f"engine 'spark' needs Java 17 and finds none ({where}): install it "
+                           "or set JAVA_HOME (or use --engine sail, which needs no JVM)")
     builder = SparkSession.builder.appName(app_name)
     if not under_submit:
         builder = (builder.master(master or "local[2]")
@@ -114,7 +167,19 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
     try:
         return builder.getOrCreate()
     except Exception as exc:
-        raise EngineError(f"classic Spark did not start: {str(exc).splitlines()[0]}") from exc
+        raise EngineError(f"classic Spark did not start: {_first_line(exc)}") from exc
+
+
+def java_executable() -> str | None:
+    """The ``java`` pyspark's launcher will run: ``$JAVA_HOME/bin/java`` when JAVA_HOME is set
+    (spark-class then ignores PATH), else the first on PATH; None when that is not runnable."""
+    import shutil
+
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        return java if os.path.isfile(java) and os.access(java, os.X_OK) else None
+    return shutil.which("java")
 
 
 def _with_delta(builder: SparkSession.Builder, under_submit: bool) -> SparkSession.Builder:

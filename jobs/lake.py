@@ -9,6 +9,24 @@ fails ``replaceWhere`` on any table whose files hold an array column produced by
 (tests/test_lake.py pins it). The two commits are not atomic: a reader between them sees the day
 missing, and a run killed between them leaves it missing until the rerun, which restores it.
 
+Concurrent runs (README, Failure modes): Sail 0.7.2 refuses any Delta commit made on a table
+version another writer has moved past ("Failed to commit transaction", even for a DELETE of
+another day; "Missing commit file" while the log is being listed), and classic Delta raises
+``Concurrent*Exception``. ``write_day`` retries the whole replace (DELETE + append) on such a
+conflict, a bounded number of times with backoff: the DELETE makes a retry idempotent. The DELETE's
+predicate names only the ``date`` partition so Delta's conflict checker can tell days apart, and a
+missing table is created by an *append* (two runs creating it at once both land), never an
+overwrite (which would drop the other run's day).
+
+Staging (``<lake>/_staging/<run_id>``): each run holds an OS file lock on its folder for its
+lifetime; the kernel drops it when the process dies, even on SIGKILL. A run removes the folders
+of dead runs when it starts (``staging_area``). A leftover is harmless meanwhile: only its own run
+ever reads it and ``list_tables`` never looks there.
+
+Test-only hook: ``ROCKETLENS_TEST_KILL_AFTER_DELETE=<layer.table>`` makes the run SIGKILL itself
+right after that table's DELETE commit, before the append — the one crash point no outside
+observer can hit reliably (tests/reliability/test_crash_safety.py). Never set it elsewhere.
+
 Test-only Parquet lake: ``ROCKETLENS_LAKE_FORMAT=parquet`` writes every table as plain Parquet
 (``<table>/date=D/`` replaced per run, schema kept in ``<table>/_rocketlens_schema.json`` so an
 empty day still reads back). It exists for tests and air-gapped checks of the whole pipeline on
@@ -19,18 +37,34 @@ classic Spark, whose Delta jars come from Maven Central; it has no transactions,
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
+import logging
 import os
+import random
 import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+log = logging.getLogger(__name__)
+
 LAYERS = ("bronze", "silver", "gold")
 LAKE_FORMATS = ("delta", "parquet")
 FORMAT_ENV = "ROCKETLENS_LAKE_FORMAT"
 PARQUET_SCHEMA_FILE = "_rocketlens_schema.json"
+KILL_AFTER_DELETE_ENV = "ROCKETLENS_TEST_KILL_AFTER_DELETE"
+
+COMMIT_ATTEMPTS = 10
+# Messages of a lost optimistic-concurrency race: Sail 0.7.2's, then delta-spark's exceptions.
+_CONFLICT_MARKERS = ("Failed to commit transaction", "Missing commit file", "Concurrent",
+                     "MetadataChangedException", "ProtocolChangedException",
+                     "already exists")
 
 
 def lake_format() -> str:
@@ -63,16 +97,44 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 
 def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, name: str,
-              run_date: dt.date) -> None:
-    """Replace the ``date = run_date`` partition of ``layer.name`` with ``df`` (all of that day)."""
+              run_date: dt.date, *, attempts: int = COMMIT_ATTEMPTS, sleep=time.sleep) -> None:
+    """Replace the ``date = run_date`` partition of ``layer.name`` with ``df`` (all of that day).
+
+    A commit lost to a concurrent writer is retried (DELETE + append again), at most
+    ``attempts`` times with exponential backoff and jitter; any other error is raised at once.
+    """
     path = table_path(lake, layer, name)
     if lake_format() == "parquet":
         _write_parquet_day(df, path, run_date)
-    elif table_exists(spark, path):
-        spark.sql(f"DELETE FROM delta.`{path}` WHERE date = '{run_date.isoformat()}'").collect()
+        return
+    for attempt in range(1, attempts + 1):
+        try:
+            _replace_delta_day(spark, df, path, run_date, f"{layer}.{name}")
+            return
+        except Exception as exc:
+            if attempt == attempts or not is_commit_conflict(exc):
+                raise
+            delay = min(5.0, 0.2 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+            log.warning("commit conflict on %s.%s (attempt %d of %d), retrying in %.1fs: %s",
+                        layer, name, attempt, attempts, delay, str(exc).strip()[:200])
+            sleep(delay)
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Did ``exc`` come from losing a Delta commit race (worth retrying)?"""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(marker in text for marker in _CONFLICT_MARKERS)
+
+
+def _replace_delta_day(spark: SparkSession, df: DataFrame, path: str, run_date: dt.date,
+                       table: str) -> None:
+    if table_exists(spark, path):
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE date = DATE'{run_date.isoformat()}'").collect()
+        if os.environ.get(KILL_AFTER_DELETE_ENV) == table:
+            os.kill(os.getpid(), signal.SIGKILL)  # test-only crash point (module docstring)
         df.write.format("delta").mode("append").save(path)
     else:
-        df.write.format("delta").mode("overwrite").partitionBy("date").save(path)
+        df.write.format("delta").mode("append").partitionBy("date").save(path)
 
 
 def _write_parquet_day(df: DataFrame, path: str, run_date: dt.date) -> None:
@@ -97,8 +159,13 @@ def read_day(spark: SparkSession, lake: str | Path, layer: str, name: str,
     return read_table(spark, lake, layer, name).where(f"date = '{run_date.isoformat()}'")
 
 
+STAGING_DIR = "_staging"
+STAGING_LOCK = ".owner.lock"
+STALE_UNLOCKED_SECONDS = 3600  # a folder without a lock file: a claim cut short, or an old version
+
+
 def staging_path(lake: str | Path, run_id: str, name: str) -> str:
-    return str(Path(lake) / "_staging" / run_id / name)
+    return str(Path(lake) / STAGING_DIR / run_id / name)
 
 
 def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
@@ -115,12 +182,89 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
     return spark.read.schema(df.schema).parquet(path)
 
 
-def drop_staging(lake: str | Path, run_id: str) -> None:
-    shutil.rmtree(Path(lake) / "_staging" / run_id, ignore_errors=True)
+@contextmanager
+def staging_area(lake: str | Path, run_id: str) -> Iterator[Path]:
+    """Claim ``<lake>/_staging/<run_id>`` for this process, sweep dead runs' folders, and remove
+    the claim at the end (module docstring: why a lock and not a timestamp)."""
+    fd = _claim_staging(Path(lake), run_id)
     try:
-        (Path(lake) / "_staging").rmdir()
-    except OSError:
-        pass
+        sweep_staging(lake, run_id)
+        yield Path(lake) / STAGING_DIR / run_id
+    finally:
+        drop_staging(lake, run_id)
+        os.close(fd)
+        try:
+            (Path(lake) / STAGING_DIR).rmdir()
+        except OSError:
+            pass  # another run's folder is there, or it is gone already
+
+
+def _claim_staging(lake: Path, run_id: str) -> int:
+    """Create the run's folder with its lock already held: made under a hidden name, locked,
+    then renamed, so no other run ever sees the folder unlocked."""
+    root = lake / STAGING_DIR
+    claim = root / f".claim-{run_id}"
+    for _ in range(10):
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            claim.mkdir()
+        except FileNotFoundError:
+            continue  # another run removed the empty root in between
+        fd = os.open(claim / STAGING_LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(claim, root / run_id)
+        return fd
+    raise OSError(f"could not create {root / run_id}")
+
+
+def sweep_staging(lake: str | Path, run_id: str) -> list[str]:
+    """Remove the staging folders of runs that are no longer alive; returns their names.
+
+    A folder whose lock this process can take belongs to a dead run (a live one holds it).
+    """
+    root = Path(lake) / STAGING_DIR
+    removed = []
+    entries = sorted(root.iterdir()) if root.is_dir() else []
+    for entry in entries:
+        if entry.name in (run_id, f".claim-{run_id}") or not entry.is_dir():
+            continue
+        try:
+            fd = os.open(entry / STAGING_LOCK, os.O_RDWR)
+        except FileNotFoundError:
+            try:
+                stale = time.time() - entry.stat().st_mtime > STALE_UNLOCKED_SECONDS
+            except FileNotFoundError:
+                continue
+            if stale:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry.name)
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live run
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def clear_staging(lake: str | Path, run_id: str) -> None:
+    """Remove what the run staged so far, keeping its claim (frees disk between layers)."""
+    folder = Path(lake) / STAGING_DIR / run_id
+    for child in (folder.iterdir() if folder.is_dir() else []):
+        if child.name == STAGING_LOCK:
+            continue
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def drop_staging(lake: str | Path, run_id: str) -> None:
+    shutil.rmtree(Path(lake) / STAGING_DIR / run_id, ignore_errors=True)
 
 
 def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:

@@ -1,8 +1,9 @@
 """The nightly pipeline for one day: landing → bronze → silver → gold.
 
 Frame builders (``bronze_frames``, ``silver_frames``) are pure wiring of transforms and can be
-used without Delta; ``run_day`` adds the edges: it writes each layer's day partition with
-``replaceWhere`` and reads bronze back for silver, so a rerun of a day replaces, never appends.
+used without Delta; ``run_day`` adds the edges: it replaces each layer's day partition
+(``lake.write_day``) and reads bronze back for silver, so a rerun of a day replaces, never appends.
+A run killed anywhere is repaired by running the day again (README, Failure modes).
 """
 
 from __future__ import annotations
@@ -204,37 +205,34 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         progress(f"wrote {layer}.{name}", stage=layer, table=f"{layer}.{name}", rows=rows,
                  seconds=round(time.monotonic() - began, 3))
 
-    try:
+    with lake.staging_area(lake_dir, run_id):
         bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage)
         for name, df in bronze.items():
             write(df, "bronze", name)
-    finally:
-        lake.drop_staging(lake_dir, run_id)
-    # Snapshots right after midnight need the previous day's tail (who was live, who claimed
-    # what), so each layer is computed over the day plus a look-back and only the day is written.
-    lookback = max(settings.detection.liveness_window_seconds,
-                   settings.detection.max_snapshot_gap_seconds)
-    stored = {name: read_with_lookback(lake.read_table(spark, lake_dir, "bronze", name),
-                                       run_date, lookback)
-              for name in BRONZE_RECORD_TABLES}
+        lake.clear_staging(lake_dir, run_id)  # the parsed lines are in bronze now
+        # Snapshots right after midnight need the previous day's tail (who was live, who claimed
+        # what), so each layer is computed over the day plus a look-back and only the day is
+        # written.
+        lookback = max(settings.detection.liveness_window_seconds,
+                       settings.detection.max_snapshot_gap_seconds)
+        stored = {name: read_with_lookback(lake.read_table(spark, lake_dir, "bronze", name),
+                                           run_date, lookback)
+                  for name in BRONZE_RECORD_TABLES}
 
-    def write_layer(layer: str, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
-        staged = {}
-        for name, df in frames.items():
-            began = time.monotonic()
-            progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}")
-            staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}")
-            write(only_day(staged[name], run_date), layer, name, began)
-        return staged
+        def write_layer(layer: str, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+            staged = {}
+            for name, df in frames.items():
+                began = time.monotonic()
+                progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}")
+                staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}")
+                write(only_day(staged[name], run_date), layer, name, began)
+            return staged
 
-    try:
         silver = write_layer("silver", silver_frames(stored, settings))
         silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
         silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
         gold = write_layer("gold", gold_frames(silver_day, stored, settings))
         write_layer("gold", health_frames(gold, silver_day, settings))
-    finally:
-        lake.drop_staging(lake_dir, run_id)
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

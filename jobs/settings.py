@@ -36,6 +36,7 @@ class EngineSettings(_Section):
     name: Literal["sail", "spark", "connect"] = "sail"
     remote: str = ""
     shuffle_partitions: int = Field(8, ge=1)
+    connect_timeout_seconds: float = Field(60, gt=0)
 
 
 _FIXED_OFFSET = re.compile(r"^(?:GMT|UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")

@@ -11,9 +11,13 @@ in Airflow 3 means ``CronTriggerTimetable``, whose interval is collapsed to the 
 template would then give D+1 and silently process the wrong (incomplete) day.
 
 Settings are Airflow Variables read when a task runs (Jinja ``var.value``), never at parse time;
-each has a default (``VARIABLES``). ``rocketlens run --fail-on CRITICAL`` exits 3 when the day
-has CRITICAL findings: the task then fails at once, without retries (the findings would not go
-away), and ``alert_on_failure`` fires, as it does for any failure after the last retry.
+each has a default (``VARIABLES``). ``rocketlens run`` exit codes that a retry cannot change fail
+the task at once (``FAIL_FAST``): 2 bad usage or settings, 3 findings at or above ``--fail-on``
+(the findings would not go away), 7 no Java on the worker. The others retry: 1 any other failure
+(a rerun repairs a partly replaced day), 4 landing directory missing (storage not mounted), 5 no
+landing data (the sensor saw the day's offsets, so files vanishing is likely transient), 6 engine
+did not start (cluster or Connect server down). ``alert_on_failure`` fires on any failure after
+the last try.
 """
 
 from __future__ import annotations
@@ -51,6 +55,12 @@ SCHEDULE = CronDataIntervalTimetable("30 2 * * *", timezone="UTC")
 # First data interval; set to the first day the landing zone holds (catchup runs every day since).
 START_DATE = pendulum.parse(os.environ.get("ROCKETLENS_DAG_START_DATE", "2025-11-20"), tz="UTC")
 FINDINGS_EXIT_CODE = 3
+# rocketlens run's exit codes that fail the task without retries (README, Failure modes)
+FAIL_FAST = {
+    2: "bad usage or settings",
+    FINDINGS_EXIT_CODE: "findings at or above --fail-on",
+    7: "no Java for --engine spark on the worker",
+}
 
 # Notifiers called with the task context on every failure, e.g.
 #   from airflow.providers.slack.notifications.slack import SlackNotifier
@@ -75,32 +85,32 @@ def alert_on_failure(context) -> None:
         notifier(context)
 
 
-class _FailFastOnFindings:
-    """Exit code 3 (``--fail-on`` findings) fails the task without retries; other errors retry."""
+class _FailFastOnPermanentErrors:
+    """The ``FAIL_FAST`` exit codes fail the task without retries; other errors retry."""
 
-    exit_code_pattern: re.Pattern
+    exit_code_pattern: str  # with one {code} placeholder: how the operator's error names it
 
     def execute(self, context):
         try:
             return super().execute(context)
         except Exception as exc:
-            if self.exit_code_pattern.search(str(exc)):
-                raise AirflowFailException(
-                    f"rocketlens found findings at or above --fail-on for "
-                    f"{context['data_interval_start']:%Y-%m-%d} (exit {FINDINGS_EXIT_CODE}); "
-                    "see the task log for the counts") from exc
+            for code, reason in FAIL_FAST.items():
+                if re.search(self.exit_code_pattern.format(code=code), str(exc)):
+                    raise AirflowFailException(
+                        f"rocketlens {reason} for {context['data_interval_start']:%Y-%m-%d} "
+                        f"(exit {code}); see the task log's last rocketlens: line") from exc
             raise
 
 
-class RocketlensSparkSubmitOperator(_FailFastOnFindings, SparkSubmitOperator):
+class RocketlensSparkSubmitOperator(_FailFastOnPermanentErrors, SparkSubmitOperator):
     """``SparkSubmitOperator`` whose connection id and archives come from Variables too."""
 
     template_fields = (*SparkSubmitOperator.template_fields, "_conn_id", "_archives")
-    exit_code_pattern = re.compile(rf"Error code is: {FINDINGS_EXIT_CODE}\b")
+    exit_code_pattern = r"Error code is: {code}\b"
 
 
-class RocketlensBashOperator(_FailFastOnFindings, BashOperator):
-    exit_code_pattern = re.compile(rf"non-zero exit code {FINDINGS_EXIT_CODE}\b")
+class RocketlensBashOperator(_FailFastOnPermanentErrors, BashOperator):
+    exit_code_pattern = r"non-zero exit code {code}\b"
 
 
 @task.sensor(poke_interval=10 * 60, timeout=12 * 3600, mode="reschedule")

@@ -32,16 +32,24 @@ def test_sensor_waits_for_the_day_with_data_and_the_next_day_folder(dag_module, 
     assert sensor_check(dag_module, tmp_path) is False  # late records may still come
 
 
-@pytest.mark.parametrize("code, error", [(3, AirflowFailException), (1, AirflowException)])
-def test_bash_run_fails_fast_only_on_findings(dag_module, code, error):
+# rocketlens run exit codes (README, Failure modes): 2 usage, 3 findings, 7 no Java fail at once;
+# 1 other failure, 4 landing missing, 5 no landing data, 6 engine down retry.
+FAIL_FAST = {2, 3, 7}
+EXIT_CODES = [(code, AirflowFailException if code in FAIL_FAST else AirflowException)
+              for code in range(1, 8)]
+
+
+@pytest.mark.parametrize("code, error", EXIT_CODES)
+def test_bash_run_fails_fast_only_on_permanent_errors(dag_module, code, error):
     op = dag_module.RocketlensBashOperator(task_id="t", bash_command=f"exit {code}")
     with pytest.raises(error) as raised:
         op.execute(CONTEXT)
-    assert (raised.type is AirflowFailException) == (code == 3)
+    assert (raised.type is AirflowFailException) == (code in FAIL_FAST)
 
 
-@pytest.mark.parametrize("code, error", [(3, AirflowFailException), (1, AirflowException)])
-def test_spark_submit_fails_fast_only_on_findings(dag_module, tmp_path, monkeypatch, code, error):
+@pytest.mark.parametrize("code, error", EXIT_CODES)
+def test_spark_submit_fails_fast_only_on_permanent_errors(dag_module, tmp_path, monkeypatch, code,
+                                                          error):
     fake = tmp_path / "spark-submit"
     fake.write_text(f"#!/bin/sh\necho \"fake spark-submit $*\"\nexit {code}\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
@@ -52,7 +60,7 @@ def test_spark_submit_fails_fast_only_on_findings(dag_module, tmp_path, monkeypa
                                                   application_args=["run"])
     with pytest.raises(error) as raised:
         op.execute(CONTEXT)
-    assert (raised.type is AirflowFailException) == (code == 3)
+    assert (raised.type is AirflowFailException) == (code in FAIL_FAST)
 
 
 def test_failure_alert_logs_the_run_and_calls_every_notifier(dag_module, caplog, monkeypatch):

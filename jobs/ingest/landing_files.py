@@ -48,8 +48,12 @@ def day_folders(run_date: dt.date) -> tuple[dt.date, dt.date]:
 
 
 def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[LandingFile]:
-    """The files of ``source`` in the run's day folders, sorted for a stable order."""
+    """The files of ``source`` in the run's day folders, sorted for a stable order.
+
+    Symlinked folders are not descended (``Path.rglob``); a file that resolves outside the
+    landing root is skipped with a warning (README, Failure modes: paths)."""
     found: list[LandingFile] = []
+    root = landing.resolve()
     for folder_date in day_folders(run_date):
         folder = landing / source / f"date={folder_date.isoformat()}"
         if not folder.is_dir():
@@ -58,6 +62,10 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
             rel = path.relative_to(landing).as_posix()
             if any(part.startswith((".", "_")) for part in path.relative_to(folder).parts):
                 continue  # hidden files and markers such as _SUCCESS
+            if not path.resolve().is_relative_to(root):
+                # a symlink out of the landing root would copy any readable file into bronze
+                log.warning("skipping %s: it links outside the landing root %s", rel, root)
+                continue
             if not path.name.endswith(LANDING_SUFFIXES):
                 log.warning("skipping %s: not one of %s", rel, ", ".join(LANDING_SUFFIXES))
                 continue

@@ -114,7 +114,7 @@ def test_tables_lists_every_table_with_rows_and_schema(lake_dir):
 def test_missing_landing_directory_fails_with_one_line(tmp_path):
     proc = rocketlens("run", "--date", "2025-11-21", "--landing", str(tmp_path / "nope"),
                       "--lake", str(tmp_path / "lake"), check=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 4  # tests/reliability/test_failures.py has every exit code
     assert proc.stderr.strip().splitlines()[-1].startswith("rocketlens: landing directory")
 
 
@@ -145,6 +145,6 @@ def test_run_with_engine_connect_against_a_spark_connect_server(tmp_path):
 def test_connect_engine_without_remote_fails_with_one_line(tmp_path):
     proc = rocketlens("run", "--date", "2025-11-21", "--landing", str(E.HAND_DAY),
                       "--lake", str(tmp_path), "--engine", "connect", check=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # bad usage
     assert proc.stderr.strip().splitlines()[-1] == (
         "rocketlens: engine 'connect' needs --remote sc://host:port")

@@ -1,0 +1,53 @@
+"""Shared small days for the reliability tests.
+
+Simulated ``healthy`` day slices (seconds to write, ~8 s to run): D = 2025-11-21 23:40–24:00 and
+D+1 = 2025-11-22 00:00–00:20, adjacent so that D+1's first snapshots need D's tail from the lake
+(README, Findings: the look-back); and D+3 = 2025-11-24 00:00–00:20, whose look-back day (D+2)
+nobody writes, for runs in parallel with D.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+
+import pytest
+
+from tests.reliability.lakes import rocketlens, run_args
+
+D, D1, D3 = "2025-11-21", "2025-11-22", "2025-11-24"
+
+
+@pytest.fixture(scope="session")
+def sim_landing(tmp_path_factory):
+    from jobs.simulate.run import simulate
+
+    landing = tmp_path_factory.mktemp("sim") / "landing"
+    simulate("healthy", dt.date.fromisoformat(D), landing, seed=0, window=("23:40", "24:00"))
+    simulate("healthy", dt.date.fromisoformat(D1), landing, seed=1, window=("00:00", "00:20"))
+    simulate("healthy", dt.date.fromisoformat(D3), landing, seed=3, window=("00:00", "00:20"))
+    return landing
+
+
+@pytest.fixture(scope="session")
+def day_d_lake(tmp_path_factory, sim_landing):
+    """A lake after running D alone (an empty lake before)."""
+    lake_dir = tmp_path_factory.mktemp("day_d") / "lake"
+    rocketlens(*run_args(D, sim_landing, lake_dir))
+    return lake_dir
+
+
+@pytest.fixture(scope="session")
+def in_order_lake(tmp_path_factory, day_d_lake, sim_landing):
+    """The reference: D, then D+1, each run once, in order (as the nightly schedule does)."""
+    lake_dir = tmp_path_factory.mktemp("in_order") / "lake"
+    shutil.copytree(day_d_lake, lake_dir)
+    rocketlens(*run_args(D1, sim_landing, lake_dir))
+    return lake_dir
+
+
+@pytest.fixture(scope="session")
+def in_order_contents(spark, in_order_lake):
+    from tests.reliability.lakes import contents
+
+    return contents(spark, in_order_lake)
