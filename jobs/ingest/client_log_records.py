@@ -61,7 +61,9 @@ def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, ru
                        ingested_at: dt.datetime, raw_max_chars: int, zone: str,
                        stage: Stage = no_staging) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
-    classified = stage(classify_log_lines(read_lines(spark, files), run_date, zone), CLIENT_LOGS)
+    lines = read_lines(spark, files, None if stage is no_staging else stage,
+                       f"{CLIENT_LOGS}_lines")
+    classified = stage(classify_log_lines(lines, run_date, zone), CLIENT_LOGS)
     return SourceFrames(
         records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,
                                  ingested_at),

@@ -41,8 +41,9 @@ def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
                        run_date: dt.date, run_id: str, ingested_at: dt.datetime,
                        raw_max_chars: int, stage: Stage = no_staging) -> SourceFrames:
     files = list_landing_files(landing, source.name, run_date)
-    classified = stage(classify_json_lines(read_lines(spark, files), source, run_date),
-                       source.name)
+    lines = read_lines(spark, files, None if stage is no_staging else stage,
+                       f"{source.name}_lines")
+    classified = stage(classify_json_lines(lines, source, run_date), source.name)
     return SourceFrames(
         records=accepted_records(classified, bronze_fields(source), run_date, run_id,
                                  ingested_at),

@@ -4,8 +4,7 @@ Files are read one by one so that every row can carry its file name as a literal
 ``input_file_name()`` nor ``_metadata`` exists on Sail; one read per file also sidesteps Sail's
 refusal to mix ``.gz`` and plain files in one read). The 1-based line number is the row's rank
 by ``monotonically_increasing_id()`` within its file: both engines number a file's rows in file
-order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file);
-see ``number_lines``.
+order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,22 +73,36 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
     return found
 
 
+def number_lines(text_df: DataFrame) -> DataFrame:
+    """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``,
+    in one scan: a window over each file. Used where lines are not staged (small inputs, tests):
+    the window sorts each file's lines in one partition, too much for a multi-GB file.
+    A trailing ``\\r`` (CRLF files) is dropped from the line.
+    """
+    in_file = Window.partitionBy("_source_file").orderBy("_order")
+    return text_df.select(
+        "_source_file", "_folder_date",
+        F.row_number().over(in_file).cast("long").alias("_line_no"),
+        F.regexp_replace("value", "\r$", "").alias("line"),
+    )
+
+
 _ROW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row index in partition
 
 
-def number_lines(text_df: DataFrame) -> DataFrame:
-    """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``.
+def number_staged_lines(staged_df: DataFrame) -> DataFrame:
+    """``number_lines`` for lines whose ``_order`` was stored (staged) by a single scan.
 
-    ``monotonically_increasing_id()`` is the partition index in the high bits and the row's
-    index within its partition in the low 33 (both engines, tested): a line's number is its
-    index in its partition plus the rows of the file's earlier partitions. Those come from a
-    count per (file, partition) — a few rows — so the lines are never sorted or shuffled (a
-    window over a whole file put a 4.9 GB file in one sort and crashed Sail at scale M).
-    A trailing ``\r`` (CRLF files) is dropped from the line.
+    ``monotonically_increasing_id()`` holds the scan partition in its high bits and the row's
+    index within that partition in the low 33 (both engines, tested), so a line's number is its
+    index in its partition plus the rows of the file's earlier partitions, counted per (file,
+    partition): a few rows, joined back — the lines are never sorted. This needs ``_order``
+    stored: two scans of one file may split it differently on Sail (tried on a live read: rows
+    went missing).
     """
     part = F.shiftright("_order", _ROW_BITS)
     row = F.col("_order").bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
-    with_part = text_df.withColumn("_part", part).withColumn("_row", row)
+    with_part = staged_df.withColumn("_part", part).withColumn("_row", row)
     earlier = Window.partitionBy("_source_file").orderBy("_part").rowsBetween(
         Window.unboundedPreceding, -1)
     offsets = (with_part.groupBy("_source_file", "_part")
@@ -104,8 +118,15 @@ def number_lines(text_df: DataFrame) -> DataFrame:
     )
 
 
-def read_lines(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
-    """All lines of ``files`` as ``LINES_SCHEMA`` rows."""
+def read_lines(spark: SparkSession, files: list[LandingFile],
+               stage: Callable[[DataFrame, str], DataFrame] | None = None,
+               name: str = "lines") -> DataFrame:
+    """All lines of ``files`` as ``LINES_SCHEMA`` rows.
+
+    With ``stage`` (see ``jobs.lake.stage``) the raw lines and their read order are written
+    once as ``name`` and numbered from that copy (``number_staged_lines``: no sort, bounded
+    memory at any file size); without, in one scan with a window (``number_lines``).
+    """
     if not files:
         return spark.createDataFrame([], LINES_SCHEMA)
     frames = [
@@ -118,7 +139,9 @@ def read_lines(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
         for f in files
     ]
     text_df = functools.reduce(DataFrame.unionByName, frames)
-    return number_lines(text_df).select(*[F.col(f.name) for f in LINES_SCHEMA.fields])
+    numbered = (number_lines(text_df) if stage is None
+                else number_staged_lines(stage(text_df, name)))
+    return numbered.select(*[F.col(f.name) for f in LINES_SCHEMA.fields])
 
 
 def line_day(record_ts: Column, folder_date: Column) -> Column:
