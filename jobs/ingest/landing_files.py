@@ -118,6 +118,16 @@ def number_staged_lines(staged_df: DataFrame) -> DataFrame:
     )
 
 
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    """``unionByName`` of all ``frames`` as a balanced tree: a chain of 300 unions (one per
+    landing file at scale M) overflowed Sail's stack while planning (SIGSEGV); the tree is
+    log2(n) deep."""
+    while len(frames) > 1:
+        frames = [functools.reduce(DataFrame.unionByName, frames[i:i + 2])
+                  for i in range(0, len(frames), 2)]
+    return frames[0]
+
+
 def read_lines(spark: SparkSession, files: list[LandingFile],
                stage: Callable[[DataFrame, str], DataFrame] | None = None,
                name: str = "lines") -> DataFrame:
@@ -138,7 +148,7 @@ def read_lines(spark: SparkSession, files: list[LandingFile],
         )
         for f in files
     ]
-    text_df = functools.reduce(DataFrame.unionByName, frames)
+    text_df = union_all(frames)
     numbered = (number_lines(text_df) if stage is None
                 else number_staged_lines(stage(text_df, name)))
     return numbered.select(*[F.col(f.name) for f in LINES_SCHEMA.fields])
