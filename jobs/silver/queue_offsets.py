@@ -90,14 +90,20 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     queries = offsets_df.select(*QUEUE_KEY, F.col("consumer_offset").alias("_offset"),
                                 (zero + 1).alias("_is_query"),
                                 F.col("ts").alias("_broker_ts"), F.col("ts").alias("_query_ts"))
-    by_offset = Window.partitionBy(*QUEUE_KEY).orderBy("_offset", "_is_query", "_query_ts")
+    # (_offset, _is_query, _query_ts) is a total order within a queue, so "the rows after" are
+    # "the rows before" in the reverse order: both bounds are running aggregates, which both
+    # engines compute in one pass (a frame up to unbounded following cost far more on Sail).
+    order = [F.col("_offset"), F.col("_is_query"), F.col("_query_ts")]
+    up = Window.partitionBy(*QUEUE_KEY).orderBy(*order)
+    down = Window.partitionBy(*QUEUE_KEY).orderBy(*[c.desc() for c in order])
+    before = (Window.unboundedPreceding, -1)
     broker_ts = F.when(F.col("_is_query") == 0, F.col("_broker_ts"))
     bounds = (brokers.unionByName(queries)
+              .select(*QUEUE_KEY, "_is_query", "_offset", "_query_ts", "_broker_ts",
+                      F.max(broker_ts).over(up.rowsBetween(*before)).alias("_not_yet_stored_at"))
               .select(*QUEUE_KEY, "_is_query", F.col("_query_ts").alias("ts"),
-                      F.max(broker_ts).over(by_offset.rowsBetween(Window.unboundedPreceding, -1))
-                      .alias("_not_yet_stored_at"),
-                      F.min(broker_ts).over(by_offset.rowsBetween(1, Window.unboundedFollowing))
-                      .alias("_stored_by"))
+                      "_not_yet_stored_at",
+                      F.min(broker_ts).over(down.rowsBetween(*before)).alias("_stored_by"))
               .where(F.col("_is_query") == 1)
               .drop("_is_query"))
     lower = F.greatest("last_consumed_at", "_not_yet_stored_at")
