@@ -44,20 +44,13 @@ DECODED_SCHEMA = pa.schema([("_line_no", pa.int64()), ("line", pa.string()),
                             ("_defect", pa.string())])
 
 
-class BrokenGzip(Exception):
-    """The gzip stream of a landing file is cut or corrupt; ``reason`` is the quarantine reason."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
 def is_gzip(path: Path) -> bool:
     return path.name.endswith(".gz")
 
 
-def read_chunks(path: Path) -> Iterator[bytes]:
-    """The file's (decompressed) bytes in chunks; raises ``BrokenGzip`` after the readable part.
+def read_chunks(path: Path, broken: list[str]) -> Iterator[bytes]:
+    """The file's (decompressed) bytes in chunks. A broken gzip stream ends the chunks after its
+    readable part and appends the quarantine reason to ``broken``.
 
     Concatenated gzip members (``cat a.gz b.gz``) are one stream, as for gzip(1) and both engines.
     """
@@ -77,7 +70,8 @@ def read_chunks(path: Path) -> Iterator[bytes]:
                 try:
                     out = inflater.decompress(data)
                 except zlib.error as exc:
-                    raise BrokenGzip(CORRUPT_GZIP + str(exc)) from None
+                    broken.append(CORRUPT_GZIP + str(exc))
+                    return
                 if out:
                     yield out
                 if inflater.eof:  # next member, if any
@@ -86,28 +80,26 @@ def read_chunks(path: Path) -> Iterator[bytes]:
                     started = bool(data)
                 else:
                     data = b""
-        try:
-            tail = inflater.flush()
-        except zlib.error as exc:
-            raise BrokenGzip(CORRUPT_GZIP + str(exc)) from None
+        tail = inflater.flush()
         if tail:
             yield tail
         if started and not inflater.eof:
-            raise BrokenGzip(TRUNCATED_GZIP)
+            broken.append(TRUNCATED_GZIP)
 
 
 def readable_as_text(path: Path) -> bool:
     """True when the file is complete (gzip) and valid UTF-8: the engines can read it as is."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    broken: list[str] = []
     try:
-        for chunk in read_chunks(path):
+        for chunk in read_chunks(path, broken):
             if chunk.isascii():
                 continue
             decoder.decode(chunk)  # partial sequences at chunk ends are carried over
         decoder.decode(b"", final=True)
-    except (UnicodeDecodeError, BrokenGzip):
+    except UnicodeDecodeError:
         return False
-    return True
+    return not broken
 
 
 def split_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -138,18 +130,17 @@ def decode_line(raw: bytes) -> tuple[str, str | None]:
 def decoded_lines(path: Path) -> Iterator[tuple[int, str, str | None]]:
     """``(line_no, text, defect)`` for every line; after a broken gzip stream the line read last
     carries the gzip defect (it may be cut mid-record, so it is never accepted)."""
-    chunks = read_chunks(path)
+    broken: list[str] = []
     held: tuple[int, str, str | None] | None = None
-    try:
-        for line_no, raw in enumerate(split_lines(chunks), start=1):
-            if held is not None:
-                yield held
-            text, defect = decode_line(raw)
-            held = (line_no, text, defect)
-    except BrokenGzip as broken:
-        log.warning("%s: %s", path, broken.reason)
+    for line_no, raw in enumerate(split_lines(read_chunks(path, broken)), start=1):
         if held is not None:
-            held = (held[0], held[1], broken.reason)
+            yield held
+        text, defect = decode_line(raw)
+        held = (line_no, text, defect)
+    if broken:
+        log.warning("%s: %s", path, broken[0])
+        if held is not None:
+            held = (held[0], held[1], broken[0])
     if held is not None:
         yield held
 
