@@ -30,9 +30,11 @@ log = logging.getLogger(__name__)
 CHUNK_BYTES = 8 << 20
 ROWS_PER_BATCH = 10_000
 
-# C0 control characters other than tab, CR and LF: never in a JSON line (JSON escapes them) nor
-# in a log line. One pattern for Python's ``re`` (on bytes) and Spark's ``rlike`` on both engines.
-CONTROL_CHARS = r"[\x00-\x08\x0B\x0C\x0E-\x1F]"
+# C0 control characters other than tab, CR, LF and ESC: never in a JSON line (JSON escapes them)
+# nor in a log line; ESC is left out because a log written with logback's %highlight carries ANSI
+# colour codes and is still text. One pattern for Python's ``re`` (on bytes) and Spark's
+# ``rlike`` on both engines.
+CONTROL_CHARS = r"[\x00-\x08\x0B\x0C\x0E-\x1A\x1C-\x1F]"
 _CONTROL_BYTES = re.compile(CONTROL_CHARS.encode())
 
 BINARY_DATA = "binary_data: control characters in the line"
@@ -129,7 +131,9 @@ def decode_line(raw: bytes) -> tuple[str, str | None]:
 
 def decoded_lines(path: Path) -> Iterator[tuple[int, str, str | None]]:
     """``(line_no, text, defect)`` for every line; after a broken gzip stream the line read last
-    carries the gzip defect (it may be cut mid-record, so it is never accepted)."""
+    carries the gzip defect (it may be cut mid-record, so it is never accepted). A gzip broken
+    before its first line (not gzip at all, cut inside the header) is one empty line with the
+    defect, so that the file shows in quarantine rather than only in a log."""
     broken: list[str] = []
     held: tuple[int, str, str | None] | None = None
     for line_no, raw in enumerate(split_lines(read_chunks(path, broken)), start=1):
@@ -139,8 +143,7 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, str, str | None]]:
         held = (line_no, text, defect)
     if broken:
         log.warning("%s: %s", path, broken[0])
-        if held is not None:
-            held = (held[0], held[1], broken[0])
+        held = (held[0], held[1], broken[0]) if held is not None else (1, "", broken[0])
     if held is not None:
         yield held
 
