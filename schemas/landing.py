@@ -82,6 +82,27 @@ class JsonSource:
     def field_names(self) -> tuple[str, ...]:
         return tuple(self.schema.fieldNames())
 
+    @property
+    def parse_schema(self) -> StructType:
+        """``schema`` with every int widened to long: what lines are parsed with before a
+        ``try_cast`` to ``schema``. Sail's ``from_json`` wraps an int that overflows 32 bits
+        (``"queue_id": 9999999999`` → 1410065407) where Spark gives null; parsing as long and
+        casting gives null (a ``wrong_type``) on both."""
+        return _widen_ints(self.schema)
+
+
+def _widen_ints(dtype):
+    if isinstance(dtype, IntegerType):
+        return LongType()
+    if isinstance(dtype, StructType):
+        return StructType([StructField(f.name, _widen_ints(f.dataType), f.nullable)
+                           for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_widen_ints(dtype.elementType), dtype.containsNull)
+    if isinstance(dtype, MapType):
+        return MapType(dtype.keyType, _widen_ints(dtype.valueType), dtype.valueContainsNull)
+    return dtype
+
 
 OFFSETS = JsonSource(
     name="offsets",

@@ -52,16 +52,21 @@ def quarantine_rows(classified_df: DataFrame, source: str, run_date: dt.date, ru
                     F.lit(run_date).cast("date").alias("date")))
 
 
-def file_counts(classified_df: DataFrame, source: str, run_date: dt.date,
+def file_counts(classified_df: DataFrame, files_df: DataFrame, source: str, run_date: dt.date,
                 run_id: str) -> DataFrame:
-    """One row per source file: lines and how each was handled; the columns reconcile."""
+    """One row per source file of ``files_df`` (``_source_file, _folder_date``): lines and how
+    each was handled; the columns reconcile. A file without lines (empty, or a gzip cut inside
+    its header) has a row of zeros rather than none, so every landing file read is accounted for.
+    """
     counts = [F.sum(F.when(F.col("_status") == s, 1).otherwise(0)).cast("long").alias(s)
               for s in STATUSES]
-    return (classified_df.groupBy("_source_file", "_folder_date")
-            .agg(F.count(F.lit(1)).cast("long").alias("lines"), *counts)
+    per_file = (classified_df.groupBy("_source_file")
+                .agg(F.count(F.lit(1)).cast("long").alias("lines"), *counts))
+    return (files_df.join(per_file, on="_source_file", how="left")
             .select(F.lit(source).alias("source"),
                     F.col("_source_file").alias("source_file"),
                     F.col("_folder_date").alias("folder_date"),
-                    "lines", *STATUSES,
+                    *[F.coalesce(F.col(c), F.lit(0).cast("long")).alias(c)
+                      for c in ("lines", *STATUSES)],
                     F.lit(run_id).alias("_run_id"),
                     F.lit(run_date).cast("date").alias("date")))

@@ -17,7 +17,9 @@ from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.client_logs import parse_client_log_lines
 from jobs.ingest.json_sources import SourceFrames, Stage, no_staging
 from jobs.ingest.landing_files import (
+    files_frame,
     line_day,
+    line_defect,
     line_status,
     list_landing_files,
     out_of_window_reason,
@@ -38,16 +40,21 @@ def host_of(source_file) -> F.Column:
 
 def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> DataFrame:
     """Numbered log lines → parsed events plus ``_status`` and ``_reason`` (as for JSON sources)."""
-    parsed = parse_client_log_lines(lines_df, zone, keep_columns=("_folder_date", "line"))
+    parsed = parse_client_log_lines(lines_df, zone,
+                                    keep_columns=("_folder_date", "line", "_defect"))
     day = line_day(F.col("ts"), F.col("_folder_date"))
-    check = F.when(F.col("parse_error").isNotNull(),
-                   F.concat(F.lit("unparseable_log_line: "), F.col("parse_error")))
+    # A damaged line (invalid UTF-8, binary, cut by a broken gzip) is quarantined even when it
+    # matches no template: it says the file is damaged, not that the client logged something else.
+    check = F.coalesce(line_defect(F.col("line"), F.col("_defect")),
+                       F.when(F.col("parse_error").isNotNull(),
+                              F.concat(F.lit("unparseable_log_line: "), F.col("parse_error"))))
     status = line_status(F.col("_day"), F.col("_folder_date"), F.col("_check"), run_date)
     classified = (parsed.withColumn("_day", day).withColumn("_check", check)
                   .withColumn("_status", status))
     # Unmatched lines are counted, never quarantined, whatever their day — unless their own
     # day's run will count them (other_day), so that no line is counted twice.
-    matched_or_not = F.when(F.col("event").isNull() & (F.col("_status") != "other_day"),
+    matched_or_not = F.when(F.col("event").isNull() & F.col("_check").isNull()
+                            & (F.col("_status") != "other_day"),
                             F.lit("unmatched")).otherwise(F.col("_status"))
     return (classified.withColumn("_status", matched_or_not)
             .withColumn("_reason", F.when(
@@ -59,15 +66,15 @@ def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> Dat
 
 def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, run_id: str,
                        ingested_at: dt.datetime, raw_max_chars: int, zone: str,
-                       stage: Stage = no_staging) -> SourceFrames:
+                       stage: Stage = no_staging, scratch_dir: Path | None = None) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
     lines = read_lines(spark, files, None if stage is no_staging else stage,
-                       f"{CLIENT_LOGS}_lines")
+                       f"{CLIENT_LOGS}_lines", scratch_dir)
     classified = stage(classify_log_lines(lines, run_date, zone), CLIENT_LOGS)
     return SourceFrames(
         records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,
                                  ingested_at),
         quarantine=quarantine_rows(classified, CLIENT_LOGS, run_date, run_id, raw_max_chars),
-        counts=file_counts(classified, CLIENT_LOGS, run_date, run_id),
+        counts=file_counts(classified, files_frame(spark, files), CLIENT_LOGS, run_date, run_id),
         files=len(files),
     )

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.json_records import classify_json_lines
-from jobs.ingest.landing_files import list_landing_files, read_lines
+from jobs.ingest.landing_files import files_frame, list_landing_files, read_lines
 from schemas.landing import JsonSource
 
 
@@ -39,15 +39,16 @@ def bronze_fields(source: JsonSource) -> list[str]:
 
 def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
                        run_date: dt.date, run_id: str, ingested_at: dt.datetime,
-                       raw_max_chars: int, stage: Stage = no_staging) -> SourceFrames:
+                       raw_max_chars: int, stage: Stage = no_staging,
+                       scratch_dir: Path | None = None) -> SourceFrames:
     files = list_landing_files(landing, source.name, run_date)
     lines = read_lines(spark, files, None if stage is no_staging else stage,
-                       f"{source.name}_lines")
+                       f"{source.name}_lines", scratch_dir)
     classified = stage(classify_json_lines(lines, source, run_date), source.name)
     return SourceFrames(
         records=accepted_records(classified, bronze_fields(source), run_date, run_id,
                                  ingested_at),
         quarantine=quarantine_rows(classified, source.name, run_date, run_id, raw_max_chars),
-        counts=file_counts(classified, source.name, run_date, run_id),
+        counts=file_counts(classified, files_frame(spark, files), source.name, run_date, run_id),
         files=len(files),
     )

@@ -5,6 +5,8 @@ Files are read one by one so that every row can carry its file name as a literal
 refusal to mix ``.gz`` and plain files in one read). The 1-based line number is the row's rank
 by ``monotonically_increasing_id()`` within its file: both engines number a file's rows in file
 order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file).
+A file that is not valid UTF-8 or whose gzip stream is broken is read from a decoded copy instead
+(``jobs.ingest.file_integrity``); its bad lines carry a ``_defect`` and are quarantined.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,13 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType
+
+from jobs.ingest.file_integrity import (
+    BINARY_DATA,
+    CONTROL_CHARS,
+    readable_as_text,
+    write_decoded_copy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +39,12 @@ LINES_SCHEMA = StructType([
     StructField("_folder_date", DateType(), False),
     StructField("_line_no", LongType(), False),
     StructField("line", StringType(), True),
+    # why the line is unusable whatever it says (invalid UTF-8, cut by a broken gzip), else null
+    StructField("_defect", StringType(), True),
 ])
+
+DECODED_LINES_SCHEMA = StructType([LINES_SCHEMA["_line_no"], LINES_SCHEMA["line"],
+                                   LINES_SCHEMA["_defect"]])
 
 
 @dataclass(frozen=True)
@@ -73,17 +88,25 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
     return found
 
 
+def clean_line(value: Column) -> Column:
+    """A line as both engines should see it: a trailing ``\\r`` (CRLF files) and a leading
+    UTF-8 byte-order mark dropped (Spark's reader skips a BOM at the start of a file, Sail's
+    keeps it, which would make the first record malformed on Sail only)."""
+    return F.regexp_replace(F.regexp_replace(value, "\r$", ""), "^\ufeff", "")
+
+
 def number_lines(text_df: DataFrame) -> DataFrame:
     """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``,
     in one scan: a window over each file. Used where lines are not staged (small inputs, tests):
     the window sorts each file's lines in one partition, too much for a multi-GB file.
-    A trailing ``\\r`` (CRLF files) is dropped from the line.
+    The line is ``clean_line``'d; it has no ``_defect`` (the engine could read it).
     """
     in_file = Window.partitionBy("_source_file").orderBy("_order")
     return text_df.select(
         "_source_file", "_folder_date",
         F.row_number().over(in_file).cast("long").alias("_line_no"),
-        F.regexp_replace("value", "\r$", "").alias("line"),
+        clean_line(F.col("value")).alias("line"),
+        F.lit(None).cast("string").alias("_defect"),
     )
 
 
@@ -114,7 +137,8 @@ def number_staged_lines(staged_df: DataFrame) -> DataFrame:
     return F.broadcast(offsets).join(with_part, on=["_source_file", "_part"], how="inner").select(
         "_source_file", "_folder_date",
         (F.col("_before") + F.col("_row") - F.col("_first_row") + 1).cast("long").alias("_line_no"),
-        F.regexp_replace("value", "\r$", "").alias("line"),
+        clean_line(F.col("value")).alias("line"),
+        F.lit(None).cast("string").alias("_defect"),
     )
 
 
@@ -128,30 +152,63 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
     return frames[0]
 
 
+def _file_columns(f: LandingFile) -> list[Column]:
+    return [F.lit(f.rel_path).alias("_source_file"),
+            F.lit(f.folder_date).cast("date").alias("_folder_date")]
+
+
 def read_lines(spark: SparkSession, files: list[LandingFile],
                stage: Callable[[DataFrame, str], DataFrame] | None = None,
-               name: str = "lines") -> DataFrame:
+               name: str = "lines", scratch_dir: Path | None = None) -> DataFrame:
     """All lines of ``files`` as ``LINES_SCHEMA`` rows.
 
     With ``stage`` (see ``jobs.lake.stage``) the raw lines and their read order are written
     once as ``name`` and numbered from that copy (``number_staged_lines``: no sort, bounded
     memory at any file size); without, in one scan with a window (``number_lines``).
+    Empty files have no lines and are not read (a zero-byte ``.gz`` is no gzip stream). Files
+    the engines cannot read as text are decoded into numbered Parquet copies under
+    ``scratch_dir`` (a new temporary folder when not given), which must outlive the returned
+    frame's evaluation.
     """
-    if not files:
+    text_frames, decoded_frames = [], []
+    for f in files:
+        if f.path.stat().st_size == 0:
+            continue
+        if readable_as_text(f.path):
+            text_frames.append(spark.read.text(str(f.path)).select(
+                *_file_columns(f), "value", F.monotonically_increasing_id().alias("_order")))
+            continue
+        scratch_dir = scratch_dir or Path(tempfile.mkdtemp(prefix="rocketlens-decoded-"))
+        copy = write_decoded_copy(f.path, scratch_dir / "decoded" / f"{f.rel_path}.parquet")
+        log.warning("%s is not clean UTF-8 text: read from a decoded copy (%d lines)",
+                    f.rel_path, copy.lines)
+        decoded_frames.append(spark.read.schema(DECODED_LINES_SCHEMA).parquet(str(copy.path))
+                              .select(*_file_columns(f), "_line_no",
+                                      clean_line(F.col("line")).alias("line"), "_defect"))
+    frames = decoded_frames
+    if text_frames:
+        text_df = union_all(text_frames)
+        numbered = (number_lines(text_df) if stage is None
+                    else number_staged_lines(stage(text_df, name)))
+        frames = [numbered, *decoded_frames]
+    if not frames:
         return spark.createDataFrame([], LINES_SCHEMA)
-    frames = [
-        spark.read.text(str(f.path)).select(
-            F.lit(f.rel_path).alias("_source_file"),
-            F.lit(f.folder_date).cast("date").alias("_folder_date"),
-            "value",
-            F.monotonically_increasing_id().alias("_order"),
-        )
-        for f in files
-    ]
-    text_df = union_all(frames)
-    numbered = (number_lines(text_df) if stage is None
-                else number_staged_lines(stage(text_df, name)))
-    return numbered.select(*[F.col(f.name) for f in LINES_SCHEMA.fields])
+    return union_all(frames).select(*[F.col(f.name).cast(f.dataType).alias(f.name)
+                                      for f in LINES_SCHEMA.fields])
+
+
+def files_frame(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
+    """One row per landing file (``_source_file, _folder_date``), so that a file without lines
+    is still counted in ``bronze.ingest_counts``."""
+    return spark.createDataFrame([(f.rel_path, f.folder_date) for f in files],
+                                 "_source_file string, _folder_date date")
+
+
+def line_defect(line: Column, defect: Column) -> Column:
+    """Why a line is unusable whatever it says, or null: its decoding defect (``invalid_utf8``,
+    ``truncated_gzip``…), else control characters — binary data, such as the NUL run a crash
+    leaves in a preallocated file."""
+    return F.coalesce(defect, F.when(line.rlike(CONTROL_CHARS), F.lit(BINARY_DATA)))
 
 
 def line_day(record_ts: Column, folder_date: Column) -> Column:

@@ -10,6 +10,7 @@ from schemas.landing import CONNECTIONS, OFFSETS
 
 D = dt.date(2025, 11, 21)
 NEXT = D + dt.timedelta(days=1)
+LINES_DDL = "_source_file string, _folder_date date, _line_no long, line string, _defect string"
 
 
 def offset(**over):
@@ -20,8 +21,8 @@ def offset(**over):
 
 
 def classify(spark, lines, source=OFFSETS, folder=D):
-    df = spark.createDataFrame([("f", folder, i + 1, line) for i, line in enumerate(lines)],
-                               "_source_file string, _folder_date date, _line_no long, line string")
+    df = spark.createDataFrame([("f", folder, i + 1, line, None) for i, line in enumerate(lines)],
+                               LINES_DDL)
     return [(r._status, r._reason) for r in
             classify_json_lines(df, source, D).orderBy("_line_no").collect()]
 
@@ -32,6 +33,7 @@ def classify(spark, lines, source=OFFSETS, folder=D):
     (offset(ts="2025-11-21T18:00:00+08:00"), ("accepted", None)),
     ("", ("quarantined", "empty_line")),
     ("{not json", ("quarantined", "malformed_json: not a JSON object")),
+    ('{"ts": "2025-11-21T10:00:00Z", "cluster": "c"', ("quarantined", "malformed_json: truncated record")),
     ("[1, 2]", ("quarantined", "malformed_json: not a JSON object")),
     (offset(consumer_offset=...), ("quarantined", "missing_required_field: consumer_offset")),
     (offset(group=None), ("quarantined", "missing_required_field: group")),
@@ -61,8 +63,7 @@ def test_in_the_next_days_folder_only_records_of_the_run_day_are_taken(spark):
 
 
 def test_unknown_fields_are_kept_as_raw_json_text(spark):
-    df = spark.createDataFrame([("f", D, 1, offset(tags={"a": [1]}, note="x"))],
-                               "_source_file string, _folder_date date, _line_no long, line string")
+    df = spark.createDataFrame([("f", D, 1, offset(tags={"a": [1]}, note="x"), None)], LINES_DDL)
     row = classify_json_lines(df, OFFSETS, D).collect()[0]
     assert row._status == "accepted" and row._extra == {"tags": '{"a":[1]}', "note": "x"}
 

@@ -1,0 +1,161 @@
+"""Where Sail and classic Spark read bad input differently, and the portable way each is pinned.
+
+Each test runs on both engines with the same expectation. The engine behaviour it guards against:
+- trailing text after a JSON object (two records glued, NUL padding): Spark's ``from_json`` reads
+  the first object and ignores the rest, Sail's gives null;
+- single quotes and ``NaN``: Spark accepts them by default, Sail does not;
+- an int beyond 32 bits: Sail's ``from_json`` wraps it (9999999999 → 1410065407), Spark gives null;
+- a UTF-8 byte-order mark: Spark's text reader drops it at the start of a file, Sail's keeps it;
+- invalid UTF-8: Spark's text reader puts U+FFFD in, Sail's fails the whole file;
+- a truncated gzip fails the read on both.
+The file-level parts (``jobs.ingest.file_integrity``) are plain Python and tested here too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.ingest.file_integrity import (
+    BINARY_DATA,
+    INVALID_UTF8,
+    TRUNCATED_GZIP,
+    decoded_lines,
+    readable_as_text,
+    split_lines,
+)
+from jobs.ingest.json_records import parse_json_object, parse_json_record
+from jobs.ingest.landing_files import clean_line, line_defect, list_landing_files, read_lines
+from schemas.landing import OFFSETS, RUNNING_INFO
+
+D = dt.date(2025, 11, 21)
+RECORD = ('{"ts":1763719200000,"cluster":"rmq-prod","group":"GID_orders","topic":"orders",'
+          '"broker_name":"broker-a","queue_id":0,"broker_offset":1000,"consumer_offset":990}')
+
+
+def one_column(spark, values, column_fn, ddl="line string"):
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], f"i int, {ddl}")
+    return [r.out for r in df.select("i", column_fn(F.col("line")).alias("out"))
+            .orderBy("i").collect()]
+
+
+@pytest.mark.parametrize("line", [
+    RECORD + RECORD,                      # two records glued (a collector lost a newline)
+    RECORD + " xyz",
+    RECORD + "\x00\x00",
+    RECORD + "] junk}",
+    RECORD.replace('"', "'"),             # single quotes
+    RECORD.replace("1000", "NaN"),
+    "[" + RECORD + "]",
+    "1", "null", '"text"', "",
+])
+def test_anything_but_exactly_one_json_object_is_no_record(spark, line):
+    assert one_column(spark, [line], parse_json_object) == [None]
+
+
+def test_one_json_object_with_blanks_around_is_a_record(spark):
+    (parsed,) = one_column(spark, ["  " + RECORD + " \t"], parse_json_object)
+    assert (parsed["queue_id"], parsed["broker_offset"]) == ("0", "1000")
+
+
+def test_an_int_beyond_32_bits_is_null_not_wrapped(spark):
+    line = RECORD.replace('"queue_id":0', '"queue_id":9999999999')
+    (rec,) = one_column(spark, [line], lambda c: parse_json_record(c, OFFSETS))
+    assert (rec.queue_id, rec.broker_offset) == (None, 1000)
+
+
+def test_an_int_beyond_32_bits_inside_mq_table_nulls_only_that_field(spark):
+    line = json.dumps({"mq_table": [{"topic": "t", "queue_id": 9999999999, "commit_offset": 5},
+                                    {"topic": "t", "queue_id": 1, "commit_offset": 6}]})
+    (rec,) = one_column(spark, [line], lambda c: parse_json_record(c, RUNNING_INFO))
+    assert [(q.queue_id, q.commit_offset) for q in rec.mq_table] == [(None, 5), (1, 6)]
+
+
+def test_clean_line_drops_a_byte_order_mark_and_a_trailing_cr(spark):
+    assert one_column(spark, ["\ufeff{}\r", "{}", "a\ufeffb"], clean_line) == ["{}", "{}",
+                                                                               "a\ufeffb"]
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("\x00" * 8, BINARY_DATA),
+    (RECORD + "\x00", BINARY_DATA),
+    ("a\x01b", BINARY_DATA),
+    ("a\x7fb", None),                     # DEL is printable enough for JSON and logs
+    ("\x1b[32mINFO\x1b[0m colored log", None),
+    ("tab\tseparated", None),
+    (RECORD, None),
+    (None, None),
+])
+def test_line_defect_names_binary_data(spark, line, expected):
+    df = spark.createDataFrame([(line, None)], "line string, _defect string")
+    assert df.select(line_defect(F.col("line"), F.col("_defect"))).first()[0] == expected
+
+
+def test_a_decoding_defect_wins_over_the_lines_content(spark):
+    df = spark.createDataFrame([("a\x00", INVALID_UTF8)], "line string, _defect string")
+    assert df.select(line_defect(F.col("line"), F.col("_defect"))).first()[0] == INVALID_UTF8
+
+
+def write(path, data: bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_invalid_utf8_and_a_truncated_gzip_read_the_same_on_both_engines(spark, tmp_path):
+    """Without the decoded copy, Sail fails on the first file and both fail on the second."""
+    day = tmp_path / "landing" / "offsets" / "date=2025-11-21"
+    write(day / "a.jsonl", b'{"a":"caf\xe9"}\r\n{"b":1}\rlast')
+    full = gzip.compress(b"".join(b'{"i":%d}\n' % i for i in range(200)), mtime=0)
+    write(day / "b.jsonl.gz", full[:-12])  # the trailer and some data cut
+    lines = read_lines(spark, list_landing_files(tmp_path / "landing", "offsets", D),
+                       tmp_path / "scratch")
+    rows = [tuple(r) for r in lines.orderBy("_source_file", "_line_no")
+            .select("_source_file", "_line_no", "line", "_defect").collect()]
+    a = "offsets/date=2025-11-21/a.jsonl"
+    b = "offsets/date=2025-11-21/b.jsonl.gz"
+    assert rows[:3] == [(a, 1, '{"a":"caf\\xe9"}', INVALID_UTF8), (a, 2, '{"b":1}', None),
+                        (a, 3, "last", None)]
+    gz = rows[3:]
+    assert [r[1] for r in gz] == list(range(1, len(gz) + 1))
+    assert all(r[3] is None for r in gz[:-1]) and gz[-1][3] == TRUNCATED_GZIP
+    assert [r[2] for r in gz[:-1]] == ['{"i":%d}' % i for i in range(len(gz) - 1)]
+
+
+# --- plain Python: file checks ----------------------------------------------------------------
+
+def test_split_lines_splits_like_the_text_readers_across_chunk_boundaries():
+    chunks = [b"a\r", b"\nb\r", b"c\n\n", b"d", b"e\r"]
+    assert list(split_lines(iter(chunks))) == [b"a", b"b", b"c", b"", b"de"]
+    assert list(split_lines(iter([b""]))) == []
+
+
+def test_a_clean_file_is_read_by_the_engine_itself(tmp_path):
+    plain = write(tmp_path / "a.jsonl", "{\"g\":\"订单\"}\n".encode())
+    members = write(tmp_path / "b.jsonl.gz", gzip.compress(b"1\n") + gzip.compress(b"2\n"))
+    assert readable_as_text(plain) and readable_as_text(members)
+    assert list(decoded_lines(members)) == [(1, "1", None), (2, "2", None)]
+
+
+def test_a_utf8_sequence_split_across_chunks_is_still_valid(tmp_path, monkeypatch):
+    monkeypatch.setattr("jobs.ingest.file_integrity.CHUNK_BYTES", 3)
+    assert readable_as_text(write(tmp_path / "a.jsonl", "ab订单\n".encode()))
+
+
+def test_binary_and_invalid_utf8_lines_are_told_apart(tmp_path):
+    path = write(tmp_path / "a.log", b"ok\n\xff\xfe text\n\x00\x01\xff\n")
+    assert not readable_as_text(path)
+    assert list(decoded_lines(path)) == [(1, "ok", None), (2, "\\xff\\xfe text", INVALID_UTF8),
+                                         (3, "\x00\x01\\xff", BINARY_DATA)]
+
+
+def test_a_gzip_broken_before_its_first_line_is_one_quarantined_line(tmp_path):
+    not_gzip = write(tmp_path / "a.jsonl.gz", b'{"a":1}\n')
+    header_only = write(tmp_path / "b.jsonl.gz", gzip.compress(b'{"a":1}\n')[:6])
+    assert [(n, t, d.split(":")[0]) for n, t, d in decoded_lines(not_gzip)] == [
+        (1, "", "corrupt_gzip")]
+    assert list(decoded_lines(header_only)) == [(1, "", TRUNCATED_GZIP)]
