@@ -68,8 +68,7 @@ def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, ru
                        ingested_at: dt.datetime, raw_max_chars: int, zone: str,
                        stage: Stage = no_staging, scratch_dir: Path | None = None) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
-    lines = read_lines(spark, files, None if stage is no_staging else stage,
-                       f"{CLIENT_LOGS}_lines", scratch_dir)
+    lines = read_lines(spark, files, scratch_dir)
     classified = stage(classify_log_lines(lines, run_date, zone), CLIENT_LOGS)
     return SourceFrames(
         records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,

@@ -42,8 +42,7 @@ def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
                        raw_max_chars: int, stage: Stage = no_staging,
                        scratch_dir: Path | None = None) -> SourceFrames:
     files = list_landing_files(landing, source.name, run_date)
-    lines = read_lines(spark, files, None if stage is no_staging else stage,
-                       f"{source.name}_lines", scratch_dir)
+    lines = read_lines(spark, files, scratch_dir)
     classified = stage(classify_json_lines(lines, source, run_date), source.name)
     return SourceFrames(
         records=accepted_records(classified, bronze_fields(source), run_date, run_id,

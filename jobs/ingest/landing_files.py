@@ -15,7 +15,6 @@ import datetime as dt
 import functools
 import logging
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,46 +96,16 @@ def clean_line(value: Column) -> Column:
 
 def number_lines(text_df: DataFrame) -> DataFrame:
     """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``,
-    in one scan: a window over each file. Used where lines are not staged (small inputs, tests):
-    the window sorts each file's lines in one partition, too much for a multi-GB file.
+    in one scan: a window over each file. One scan on purpose: numbering from a count per scan
+    partition was tried and was wrong now and then on Sail (a second scan may split a file
+    differently; a staged copy's partition ids did not always follow file order). The window
+    sorts each file in one partition: a 4.9 GB file takes ~6 GB (benchmarks/RESULTS.md).
     The line is ``clean_line``'d; it has no ``_defect`` (the engine could read it).
     """
     in_file = Window.partitionBy("_source_file").orderBy("_order")
     return text_df.select(
         "_source_file", "_folder_date",
         F.row_number().over(in_file).cast("long").alias("_line_no"),
-        clean_line(F.col("value")).alias("line"),
-        F.lit(None).cast("string").alias("_defect"),
-    )
-
-
-_ROW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row index in partition
-
-
-def number_staged_lines(staged_df: DataFrame) -> DataFrame:
-    """``number_lines`` for lines whose ``_order`` was stored (staged) by a single scan.
-
-    ``monotonically_increasing_id()`` holds the scan partition in its high bits and the row's
-    index within that partition in the low 33 (both engines, tested), so a line's number is its
-    index in its partition plus the rows of the file's earlier partitions, counted per (file,
-    partition): a few rows, joined back — the lines are never sorted. This needs ``_order``
-    stored: two scans of one file may split it differently on Sail (tried on a live read: rows
-    went missing).
-    """
-    part = F.shiftright("_order", _ROW_BITS)
-    row = F.col("_order").bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
-    with_part = staged_df.withColumn("_part", part).withColumn("_row", row)
-    earlier = Window.partitionBy("_source_file").orderBy("_part").rowsBetween(
-        Window.unboundedPreceding, -1)
-    offsets = (with_part.groupBy("_source_file", "_part")
-               .agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first_row"))
-               .select("_source_file", "_part", "_first_row",
-                       F.coalesce(F.sum("_n").over(earlier), F.lit(0)).alias("_before")))
-    # the small side first: Sail builds its hash table from the left input whatever the hint,
-    # and a build side holding the lines overflowed Arrow's 2 GiB string offsets
-    return F.broadcast(offsets).join(with_part, on=["_source_file", "_part"], how="inner").select(
-        "_source_file", "_folder_date",
-        (F.col("_before") + F.col("_row") - F.col("_first_row") + 1).cast("long").alias("_line_no"),
         clean_line(F.col("value")).alias("line"),
         F.lit(None).cast("string").alias("_defect"),
     )
@@ -158,13 +127,9 @@ def _file_columns(f: LandingFile) -> list[Column]:
 
 
 def read_lines(spark: SparkSession, files: list[LandingFile],
-               stage: Callable[[DataFrame, str], DataFrame] | None = None,
-               name: str = "lines", scratch_dir: Path | None = None) -> DataFrame:
-    """All lines of ``files`` as ``LINES_SCHEMA`` rows.
+               scratch_dir: Path | None = None) -> DataFrame:
+    """All lines of ``files`` as ``LINES_SCHEMA`` rows, numbered in one scan (``number_lines``).
 
-    With ``stage`` (see ``jobs.lake.stage``) the raw lines and their read order are written
-    once as ``name`` and numbered from that copy (``number_staged_lines``: no sort, bounded
-    memory at any file size); without, in one scan with a window (``number_lines``).
     Empty files have no lines and are not read (a zero-byte ``.gz`` is no gzip stream). Files
     the engines cannot read as text are decoded into numbered Parquet copies under
     ``scratch_dir`` (a new temporary folder when not given), which must outlive the returned
@@ -188,9 +153,7 @@ def read_lines(spark: SparkSession, files: list[LandingFile],
     frames = decoded_frames
     if text_frames:
         text_df = union_all(text_frames)
-        numbered = (number_lines(text_df) if stage is None
-                    else number_staged_lines(stage(text_df, name)))
-        frames = [numbered, *decoded_frames]
+        frames = [number_lines(text_df), *decoded_frames]
     if not frames:
         return spark.createDataFrame([], LINES_SCHEMA)
     return union_all(frames).select(*[F.col(f.name).cast(f.dataType).alias(f.name)

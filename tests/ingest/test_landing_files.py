@@ -6,15 +6,9 @@ import gzip
 import pytest
 from pyspark.sql import functions as F
 
-from jobs import lake
 from jobs.ingest.landing_files import list_landing_files, read_lines
 
 D = dt.date(2025, 11, 21)
-
-
-def stager(spark, tmp_path):
-    """What the pipeline passes: write once as Parquet under the lake's staging folder."""
-    return lambda df, name: lake.stage(spark, df, tmp_path / "lake", "test", name)
 
 
 def write(path, text, gz=False):
@@ -45,13 +39,11 @@ def test_hidden_files_markers_and_other_extensions_are_skipped(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("staged", [False, True], ids=["window", "staged"])
-def test_lines_are_numbered_per_file_with_crlf_blank_lines_and_gzip(spark, tmp_path, staged):
+def test_lines_are_numbered_per_file_with_crlf_blank_lines_and_gzip(spark, tmp_path):
     write(tmp_path / "offsets/date=2025-11-21/a.jsonl", "first\r\n\r\nthird\r\n")
     write(tmp_path / "offsets/date=2025-11-21/b.jsonl.gz", "g1\ng2", gz=True)
     write(tmp_path / "offsets/date=2025-11-21/empty.jsonl", "")
-    lines = read_lines(spark, list_landing_files(tmp_path, "offsets", D),
-                       stager(spark, tmp_path) if staged else None)
+    lines = read_lines(spark, list_landing_files(tmp_path, "offsets", D))
     assert sorted(tuple(r) for r in lines.select("_source_file", "_line_no", "line").collect()) == [
         ("offsets/date=2025-11-21/a.jsonl", 1, "first"),
         ("offsets/date=2025-11-21/a.jsonl", 2, ""),
@@ -70,16 +62,13 @@ def small_partitions(spark):
     spark.conf.set(key, before)
 
 
-@pytest.mark.parametrize("staged", [False, True], ids=["window", "staged"])
-def test_line_numbers_follow_file_order_across_partitions(spark, tmp_path, small_partitions,
-                                                          staged):
+def test_line_numbers_follow_file_order_across_partitions(spark, tmp_path, small_partitions):
     """A 1.2 MB file with 200 kB partitions: classic Spark reads it in 6 splits, Sail usually in
     2 (its file scan splits by target partitions, not by this setting)."""
     n = 100_000
     write(tmp_path / "offsets/date=2025-11-21/big.jsonl",
           "".join(f'{{"i":{i}}}\n' for i in range(1, n + 1)))
-    lines = read_lines(spark, list_landing_files(tmp_path, "offsets", D),
-                       stager(spark, tmp_path) if staged else None)
+    lines = read_lines(spark, list_landing_files(tmp_path, "offsets", D))
     check = lines.agg(
         F.count("*").alias("n"),
         F.sum(F.when(F.get_json_object("line", "$.i").cast("long") != F.col("_line_no"), 1)
