@@ -148,6 +148,9 @@ def main() -> None:
     parser.add_argument("--scales", default="S,M", help="comma list of S, M, L (default S,M)")
     parser.add_argument("--engines", default="sail,spark",
                         help="sail (Delta and Parquet lake) and/or spark (Parquet lake)")
+    parser.add_argument("--formats", default="delta,parquet",
+                        help="lake formats for Sail: delta (the real setup) and/or parquet "
+                             "(the engine comparison); classic Spark always uses parquet")
     parser.add_argument("--cache", type=Path, default=default_cache())
     parser.add_argument("--replay-hours", type=float, default=24.0,
                         help="hours of the day the replay comparison covers")
@@ -170,7 +173,8 @@ def main() -> None:
         floors[scale] = sum(v["seconds"] for v in floor.values())
         _record(args.cache, {"kind": "floor", "scale": scale, "per_source": floor})
         print(f"[{scale}] {lines[scale]:,} lines; raw-read floor {floors[scale]:.1f} s", flush=True)
-        setups = ([("sail", "delta"), ("sail", "parquet")] if "sail" in engines else []) + \
+        formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+        setups = ([("sail", f) for f in formats] if "sail" in engines else []) + \
                  ([("spark", "parquet")] if "spark" in engines else [])
         for engine, fmt in setups:
             lake_dir = args.cache / scale / f"lake-{engine}-{fmt}"
