@@ -52,8 +52,12 @@ dist: $(STAMP)
 	cp -r conf dist/conf
 	@ls -l dist
 
+# Never part of `make test`: simulates S and M days once (cached outside the repo, ~9 GB) and
+# runs the nightly pipeline per engine; figures in benchmarks/RESULTS.md. E.g.
+# make bench BENCH_ARGS="--scales S --engines sail"
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-airflow demo-out .pytest_cache build dist

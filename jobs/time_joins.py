@@ -4,7 +4,7 @@ A plain equi-join on the group or queue followed by a range filter compares ever
 a key with every record of that key: quadratic in the length of the day (a queue has thousands
 of snapshots and thousands of claims a day). Both helpers here keep the equi-join selective:
 
-- ``join_recent``: adds a time bucket as width as the window to the join key, so a left row
+- ``join_recent``: adds a time bucket as wide as the window to the join key, so a left row
   meets only the right rows of its own and the previous bucket;
 - ``merge_intervals``: melts overlapping or touching ``[start, end)`` intervals of a key into
   one, so a range join meets a handful of intervals instead of every claim.
