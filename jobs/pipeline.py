@@ -25,7 +25,7 @@ from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_health import build_group_health
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
-from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.settings import Settings
@@ -134,9 +134,14 @@ def stuck_rules(settings: Settings) -> StuckRules:
 
 
 def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
-                settings: Settings) -> dict[str, DataFrame]:
-    """Every gold table's frame from the day's silver tables (and bronze log events)."""
+                settings: Settings, stage: Stage = no_staging) -> dict[str, DataFrame]:
+    """Every gold table's frame from the day's silver tables (and bronze log events).
+
+    ``stage(df, name)`` stores an intermediate that several parts of one table read (the run
+    stages it as Parquet; the default leaves the plan as it is)."""
     group_context = build_group_context(silver["member_context"])
+    stuck = stage(lasting_stuck_episodes(silver["queue_state"], stuck_rules(settings)),
+                  "gold.stuck_queues.episodes")
     d = settings.detection
     gold = {
         "orphaned_queues": build_orphaned_queues(
@@ -145,8 +150,8 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "double_owned_queues": build_double_owned_queues(
             silver["queue_state"], group_context, silver["group_members"],
             orphan_rules(settings)),
-        "stuck_queues": build_stuck_queues(
-            silver["queue_state"], silver["process_queues"], silver["client_config"],
+        "stuck_queues": explain_stuck_episodes(
+            stuck, silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings)),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
@@ -237,7 +242,9 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         silver = write_layer("silver", silver_frames(stored, settings))
         silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
         silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
-        gold = write_layer("gold", gold_frames(silver_day, stored, settings))
+        gold = write_layer("gold", gold_frames(
+            silver_day, stored, settings,
+            lambda df, name: lake.stage(spark, df, lake_dir, run_id, name)))
         write_layer("gold", health_frames(gold, silver_day, settings))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other

@@ -39,7 +39,7 @@ def run_layers(spark, landing, staging, settings=Settings()):
     silver = {k: stage(v, f"silver.{k}") for k, v in silver_frames(bronze, settings).items()}
     silver.update({k: stage(v, f"silver.{k}")
                    for k, v in derived_silver_frames(silver, settings).items()})
-    gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings).items()}
+    gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings, stage).items()}
     gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(gold, silver, settings).items()})
     return {"bronze": bronze, "silver": silver, "gold": gold}
 
