@@ -207,16 +207,14 @@ def _whole_number(col: Column, type_name: str) -> Column:
     return F.when(col.rlike(_WHOLE_NUMBER), col.try_cast(type_name))
 
 
-def message_queue_struct(col: Column) -> Column:
-    """``MessageQueue [topic=t, brokerName=b, queueId=n]`` → struct(topic, broker_name, queue_id).
-
-    Assumes ``col`` already matched the MessageQueue form; other input gives empty strings.
-    """
-    return F.struct(
-        F.regexp_extract(col, _MQ_PARTS, 1).alias("topic"),
-        F.regexp_extract(col, _MQ_PARTS, 2).alias("broker_name"),
-        F.regexp_extract(col, _MQ_PARTS, 3).try_cast("int").alias("queue_id"),
-    )
+def message_queue_struct(text: Column) -> Column:
+    """``MessageQueue [topic=t, brokerName=b, queueId=n]`` → struct(topic, broker_name, queue_id),
+    null when ``text`` is not of that form. The one reading of the format, for single queues and
+    for each queue of a rebalance set."""
+    parts = regexp_groups(text, _MQ_PARTS, 3)
+    return F.when(parts.isNotNull(), F.struct(
+        parts[0].alias("topic"), parts[1].alias("broker_name"),
+        parts[2].try_cast("int").alias("queue_id")))
 
 
 def _by_event(cases: dict[str, Column], data_type: DataType | str) -> Column:
@@ -333,15 +331,12 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     # First projection: every number and the single queue once, as columns the second reads.
     numbers = {name: _whole_number(raw(name), "int") for name in _INT_FIELDS}
     numbers.update({name: _whole_number(raw(name), "long") for name in _LONG_FIELDS})
-    mq_parts = regexp_groups(raw("messageQueue"), _MQ_PARTS, 3)
     df = df.select("*", *[v.alias(f"__num_{k}") for k, v in numbers.items()],
-                   mq_parts.alias("__mq_parts"))
+                   message_queue_struct(raw("messageQueue")).alias("__mq"))
     typed = {name: F.col(f"__num_{name}") for name in numbers}
 
-    single_mq_ok = F.col("__mq_parts").isNotNull()
-    single_mq = F.when(single_mq_ok, F.array(F.struct(
-        F.col("__mq_parts")[0].alias("topic"), F.col("__mq_parts")[1].alias("broker_name"),
-        F.col("__mq_parts")[2].try_cast("int").alias("queue_id"))))
+    single_mq_ok = F.col("__mq").isNotNull()
+    single_mq = F.when(single_mq_ok, F.array(F.col("__mq")))
     mq_set_ok = raw("rebalanceResultSet").rlike(_MQ_SET)
     mq_set = F.when(mq_set_ok, F.transform(
         F.regexp_extract_all(raw("rebalanceResultSet"), F.lit(_MQ), 0), message_queue_struct))
