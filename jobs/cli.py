@@ -106,7 +106,8 @@ def _session(engine: str, remote: str | None, settings, delta: bool = True):
             spark = stack.enter_context(open_session(
                 engine, remote=remote or settings.engine.remote or None, delta=delta,
                 shuffle_partitions=settings.engine.shuffle_partitions,
-                connect_timeout=settings.engine.connect_timeout_seconds))
+                connect_timeout=settings.engine.connect_timeout_seconds,
+                sail_memory_pool_mib=settings.engine.sail_memory_pool_mib))
         except EngineConfigError as exc:
             raise UsageProblem(str(exc)) from None
         except JavaNotFound as exc:
@@ -241,6 +242,11 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
             error: RocketlensError = NoDataForDay(str(exc))
         elif isinstance(exc, RocketlensError):
             error = exc
+        elif "Resources exhausted" in str(exc):  # Sail's memory pool is too small for the day
+            error = RocketlensError(
+                f"run of {run_date} ran out of engine memory ({_first_line(exc)}); raise "
+                f"engine.sail_memory_pool_mib (now {settings.engine.sail_memory_pool_mib}) "
+                f"and rerun (run_id={run_id})")
         else:  # anything else: one line; the progress lines above say how far it got
             error = RocketlensError(
                 f"run of {run_date} failed ({type(exc).__name__}: {_first_line(exc)}); "

@@ -116,3 +116,15 @@ def test_any_other_failure_exits_1_with_one_line_naming_the_day(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"rocketlens: run of {DAY} failed (") and "rerun" in last
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.sail_only
+def test_a_sail_memory_pool_too_small_for_the_day_exits_1_naming_the_setting(tmp_path):
+    """The pool setting reaches the embedded engine: 1 MiB cannot hold one sort's batch."""
+    env = cli_env(ROCKETLENS__ENGINE__SAIL_MEMORY_POOL_MIB="1")
+    proc = rocketlens(*run_args(DAY, HAND_DAY, tmp_path / "lake"), check=False, env=env)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"rocketlens: run of {DAY} ran out of engine memory (")
+    assert "raise engine.sail_memory_pool_mib (now 1) and rerun" in last
+    assert "Traceback" not in proc.stderr
