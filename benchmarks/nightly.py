@@ -101,11 +101,14 @@ def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str) -
     wall = time.perf_counter() - started
     done.set()
     sampler.join()
-    if proc.returncode != 0:
-        raise SystemExit(f"rocketlens run ({engine}, {lake_format}) exited {proc.returncode}: "
-                         f"{stderr.strip().splitlines()[-1] if stderr.strip() else stdout[-500:]}")
     events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
-    return {"wall": wall, "peak_rss": peak, "events": events}
+    error = None
+    if proc.returncode != 0:  # reported in the table (a killed run is a figure too), not raised
+        last = events[-1].get("event", "") if events else ""
+        killed = " (killed: out of memory?)" if proc.returncode == -9 else ""
+        error = (f"exit {proc.returncode}{killed} after {wall:.0f} s at {last!r}: "
+                 f"{stderr.strip().splitlines()[-1][-300:] if stderr.strip() else stdout[-300:]}")
+    return {"wall": wall, "peak_rss": peak, "events": events, "error": error}
 
 
 def parse_seconds(events: list[dict]) -> dict[str, float]:
@@ -125,7 +128,9 @@ def _python_module(module: str, *args: str) -> dict:
     proc = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True,
                           text=True, check=False)
     if proc.returncode != 0:
-        raise SystemExit(f"{module} failed: {proc.stderr.strip()[-800:]}")
+        killed = " (killed: out of memory?)" if proc.returncode == -9 else ""
+        tail = proc.stderr.strip().splitlines()[-1][-300:] if proc.stderr.strip() else ""
+        return {"error": f"{module} exited {proc.returncode}{killed}: {tail}"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -166,6 +171,7 @@ def main() -> None:
     floors: dict[str, float] = {}
     lines: dict[str, int] = {}
     replay: dict[str, dict] = {}
+    failed: list[str] = []  # runs that did not finish: printed under the table
     for scale in scales:
         landing, truth = ensure_day(args.cache, scale)
         lines[scale] = sum(truth["lines"].values())
@@ -183,9 +189,14 @@ def main() -> None:
                           for s, sec in parse_seconds(result["events"]).items()}
             run = {"scale": scale, "engine": engine, "format": fmt, "wall": result["wall"],
                    "peak_rss": result["peak_rss"], "lines": lines[scale], "floor": floors[scale],
-                   "per_source": per_source, "steps": step_seconds(result["events"])}
-            runs.append(run)
+                   "per_source": per_source, "steps": step_seconds(result["events"]),
+                   "error": result["error"]}
             _record(args.cache, {"kind": "pipeline", **run})
+            if run["error"]:
+                failed.append(f"{scale} {engine}/{fmt}: {run['error']}")
+                print(f"[{scale}] {engine}/{fmt}: FAILED {run['error']}", flush=True)
+                continue
+            runs.append(run)
             print(f"[{scale}] {engine}/{fmt}: {run['wall']:.1f} s, peak "
                   f"{run['peak_rss'] / 2**30:.2f} GiB", flush=True)
         if not args.no_replay and ("sail", "delta") in setups:
@@ -193,6 +204,8 @@ def main() -> None:
                 "benchmarks.replay_day", "--lake", str(args.cache / scale / "lake-sail-delta"),
                 "--date", DAY.isoformat(), "--hours", str(args.replay_hours))
             _record(args.cache, {"kind": "replay", "scale": scale, **replay[scale]})
+            if "error" in replay[scale]:
+                failed.append(f"{scale} replay: {replay.pop(scale)['error']}")
 
     print()
     print(_row(["scale", "engine/lake", "wall s", "lines/s", "floor s", "pipe/floor", "peak GiB"]))
@@ -236,6 +249,8 @@ def main() -> None:
         peak = max(r["peak_rss"] for r in runs) / 2**30
         print(f"peak memory {peak:.2f} GiB (target <= {TARGET_PEAK_GIB:.0f} GiB: "
               f"{_mark(peak <= TARGET_PEAK_GIB)})")
+    for line in failed:
+        print(f"did not finish: {line}")
     print(f"figures appended to {args.cache / 'results.jsonl'}")
 
 
