@@ -24,7 +24,8 @@ from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_health import build_group_health
-from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
+from jobs.gold.orphaned_queues import (OrphanRules, explain_orphan_episodes,
+                                      orphaned_snapshots_of_day)
 from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
@@ -139,14 +140,18 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
 
     ``stage(df, name)`` stores an intermediate that several parts of one table read (the run
     stages it as Parquet; the default leaves the plan as it is)."""
-    group_context = build_group_context(silver["member_context"])
+    # read by both ownership detectors and the membership changes
+    group_context = stage(build_group_context(silver["member_context"]), "gold.group_context")
+    orphaned = stage(orphaned_snapshots_of_day(silver["queue_state"], group_context,
+                                               silver["group_members"], orphan_rules(settings)),
+                     "gold.orphaned_queues.snapshots")
     stuck = stage(lasting_stuck_episodes(silver["queue_state"], stuck_rules(settings)),
                   "gold.stuck_queues.episodes")
     d = settings.detection
     gold = {
-        "orphaned_queues": build_orphaned_queues(
-            silver["queue_state"], silver["member_context"], group_context,
-            silver["group_members"], bronze["client_log_events"], orphan_rules(settings)),
+        "orphaned_queues": explain_orphan_episodes(
+            orphaned, silver["queue_state"], silver["member_context"], group_context,
+            bronze["client_log_events"], orphan_rules(settings)),
         "double_owned_queues": build_double_owned_queues(
             silver["queue_state"], group_context, silver["group_members"],
             orphan_rules(settings)),

@@ -1,0 +1,46 @@
+"""Episode numbering from the flagged rows alone equals numbering over every row (both engines)."""
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+
+from jobs.gold.episodes import number_episodes, with_episode_id, with_previous_snapshot
+
+T0 = dt.datetime(2025, 11, 21, 0, 0, 0)
+SCHEMA = "q string, ts timestamp, candidate boolean, refined boolean, payload string"
+
+
+def _at(seconds: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+ROWS = [
+    # q1: an unflagged snapshot splits two runs; a gap of exactly 300 s continues, 301 s does not
+    ("q1", _at(0), True, True, "a"), ("q1", _at(60), True, True, "b"),
+    ("q1", _at(120), False, None, "c"), ("q1", _at(180), True, True, "d"),
+    ("q1", _at(480), True, True, "e"), ("q1", _at(781), True, True, "f"),
+    # q2: a candidate whose refined flag fails breaks the run like an unflagged snapshot
+    ("q2", _at(0), True, True, "g"), ("q2", _at(60), True, False, "h"),
+    ("q2", _at(120), True, True, "i"), ("q2", _at(180), None, None, "j"),
+    ("q2", _at(240), True, True, "k"),
+    # q3: never flagged
+    ("q3", _at(0), False, None, "l"),
+]
+
+
+def test_flagged_rows_get_the_episode_numbers_of_the_full_window(spark):
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    candidates = with_previous_snapshot(df, ["q"], F.col("candidate"))
+    previous = df.select("q", F.col("ts").alias("_prev_ts"), F.col("refined").alias("_prev_refined"))
+    got = number_episodes(candidates.join(previous, on=["q", "_prev_ts"], how="left"), ["q"],
+                          F.col("refined"), F.col("_prev_candidate") & F.col("_prev_refined"),
+                          300)
+    rows = sorted((r["q"], r["payload"], r["_episode"]) for r in got.collect())
+    assert rows == [("q1", "a", 1), ("q1", "b", 1), ("q1", "d", 2), ("q1", "e", 2),
+                    ("q1", "f", 3), ("q2", "g", 1), ("q2", "i", 2), ("q2", "k", 3)]
+    assert set(got.columns) == {"q", "ts", "candidate", "refined", "payload", "_episode",
+                                "_prev_refined"}
+
+    flag = F.coalesce(F.col("candidate") & F.col("refined"), F.lit(False))
+    full = with_episode_id(df, ["q"], flag, 300).where("_flag")
+    assert rows == sorted((r["q"], r["payload"], r["_episode"]) for r in full.collect())
