@@ -163,7 +163,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             bronze["running_info"],
             RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds)),
         "strategy_whatif": build_strategy_whatif(
-            silver["queue_offsets"], silver["member_context"], silver["group_members"]),
+            silver["queue_offsets"], silver["member_context"], silver["group_members"], stage),
     }
     return gold
 

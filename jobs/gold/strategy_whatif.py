@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.gold.orphaned_queues import excluded_groups
+from jobs.ingest.json_sources import Stage, no_staging
 from jobs.replay.spark_replay import (broker_deploy_in, consumer_deploy_in, replay_snapshots,
                                       sort_cid_all, sort_mq_all)
 
@@ -36,6 +37,7 @@ NEARBY = "MACHINE_ROOM_NEARBY-AVG"
 VIRTUAL_NODES = 10
 TOPIC_KEY = ["cluster", "group", "topic"]
 RUN_KEY = [*TOPIC_KEY, "run"]
+SNAPSHOT_KEY = [*TOPIC_KEY, "ts"]
 
 
 def topic_snapshots(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
@@ -57,14 +59,91 @@ def topic_snapshots(queue_offsets_df: DataFrame, member_context_df: DataFrame) -
     return snapshots.where(F.size("cid_all") > 0)
 
 
-def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
+def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame,
+                 stage: Stage = no_staging) -> DataFrame:
     """One row per (group, topic, run of equal snapshots): ``mq_all``, ``cid_all``,
-    ``subscribers``, ``start``, ``minutes``, ``rooms_known``."""
-    return states_of_snapshots(topic_snapshots(queue_offsets_df, member_context_df))
+    ``subscribers``, ``start``, ``minutes``, ``rooms_known``.
+
+    Equal to ``states_of_snapshots(topic_snapshots(...))``, but the arrays are built only at
+    snapshots where something may have changed (``change_candidates``): building them for every
+    snapshot (425 k at scale M, ~21 queues and ~4 members each) and comparing them as JSON took
+    most of the step's 167 s and 6.6 GiB on Sail, and failed in its 2 GiB memory pool.
+    ``stage(df, name)`` stores the candidates, which are read twice.
+    """
+    candidates = stage(change_candidates(queue_offsets_df, member_context_df),
+                       "gold.strategy_whatif.candidates")
+    snapshots = topic_snapshots(
+        queue_offsets_df.join(candidates.select(*SNAPSHOT_KEY), on=SNAPSHOT_KEY, how="left_semi"),
+        member_context_df)
+    return states_of_snapshots(snapshots.join(candidates, on=SNAPSHOT_KEY, how="inner"),
+                               until="_until")
 
 
-def states_of_snapshots(snapshots: DataFrame) -> DataFrame:
-    """``topic_snapshots`` rows collapsed into runs of consecutive equal snapshots (states)."""
+def change_candidates(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
+    """``cluster, group, topic, ts, _until``: the snapshots whose ``mq_all``, ``cid_all`` or
+    ``subscribers`` may differ from the topic's previous snapshot (the first one included), and
+    the last snapshot ts before the next candidate: the snapshots in between equal it.
+
+    A snapshot here is a (group, topic, ts) with queues and live members, before the
+    ``cid_all`` filter of ``topic_snapshots``: an empty ``cid_all`` depends on the members only,
+    so an unchanged snapshot shares its candidate's verdict. Only counts and windows, no arrays
+    (``_change_counts``): the queue rows are compared per topic, the member rows (``processes``,
+    ``topics``) per group, each along its own sequence of snapshots, and a snapshot is a
+    candidate when either count of changes moved since the topic's previous snapshot. A member
+    change marks every topic of its group and a change undone in between still counts: that
+    costs only a few more arrays, as candidates are compared exactly (states_of_snapshots).
+    """
+    queue = Window.partitionBy(*TOPIC_KEY, "broker_name", "queue_id").orderBy("ts")
+    queues = (queue_offsets_df.where(F.col("queue_id") >= 0)
+              .select(*SNAPSHOT_KEY, F.lag("ts").over(queue).alias("_prev"))
+              .transform(_change_counts(SNAPSHOT_KEY, "_queue_changes")))
+    member = Window.partitionBy("cluster", "group", "client_id").orderBy("ts")
+    same_member = (F.lag("processes").over(member).eqNullSafe(F.col("processes"))
+                   & F.lag("topics").over(member).eqNullSafe(F.col("topics")))
+    members = (member_context_df
+               .select("cluster", "group", "ts",
+                       F.when(same_member, F.lag("ts").over(member)).alias("_prev"))
+               .transform(_change_counts(["cluster", "group", "ts"], "_member_changes")))
+    topic = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
+    changed = (~F.lag("_queue_changes").over(topic).eqNullSafe(F.col("_queue_changes"))
+               | ~F.lag("_member_changes").over(topic).eqNullSafe(F.col("_member_changes")))
+    flagged = (queues.join(members, on=["cluster", "group", "ts"], how="inner")
+               .withColumn("_changed", changed)
+               .withColumn("_candidate_ts", F.max(F.when(F.col("_changed"), F.col("ts"))).over(
+                   topic.rowsBetween(Window.unboundedPreceding, Window.currentRow))))
+    return (flagged.groupBy(*TOPIC_KEY, F.col("_candidate_ts").alias("ts"))
+            .agg(F.max("ts").alias("_until")))
+
+
+def _change_counts(key: list[str], name: str):
+    """Transform factory: rows (``key`` with ``ts``, and ``_prev``: when the same row was seen
+    last, null if not the same) to one row per snapshot with ``name``, the running count of
+    snapshots whose rows may differ from the previous snapshot's (``key`` minus ``ts``).
+
+    Unchanged: every row was in the previous snapshot (the smallest and the largest ``_prev``
+    are its ts) and that one had as many rows. The largest matters only for a row repeated
+    within a snapshot (its twin's ``_prev`` is the snapshot itself): silver has none, but then
+    the snapshot is marked rather than wrongly kept.
+    """
+    def transform(rows_df: DataFrame) -> DataFrame:
+        order = Window.partitionBy(*[c for c in key if c != "ts"]).orderBy("ts")
+        before = F.lag("ts").over(order)
+        unchanged = ((F.col("_seen") == F.col("_n")) & (F.lag("_n").over(order) == F.col("_n"))
+                     & (F.col("_first_prev") == before) & (F.col("_last_prev") == before))
+        return (rows_df.groupBy(*key).agg(
+                    F.count(F.lit(1)).alias("_n"), F.count("_prev").alias("_seen"),
+                    F.min("_prev").alias("_first_prev"), F.max("_prev").alias("_last_prev"))
+                .withColumn("_changed", F.when(unchanged, 0).otherwise(1))
+                .select(*key, F.sum("_changed").over(
+                    order.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(name)))
+    return transform
+
+
+def states_of_snapshots(snapshots: DataFrame, until: str = "ts") -> DataFrame:
+    """``topic_snapshots`` rows collapsed into runs of consecutive equal snapshots (states).
+
+    ``until``: the column holding the last ts each row stands for (``ts`` itself when every
+    snapshot is a row; ``_until`` for change candidates)."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     key = F.to_json(F.struct("mq_all", "cid_all", "subscribers"))
     runs = (snapshots.withColumn("_key", key)
@@ -72,7 +151,7 @@ def states_of_snapshots(snapshots: DataFrame) -> DataFrame:
                         .otherwise(1))
             .withColumn("run", F.sum("_new").over(
                 order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-            .groupBy(*RUN_KEY).agg(F.min("ts").alias("start"), F.max("ts").alias("last"),
+            .groupBy(*RUN_KEY).agg(F.min("ts").alias("start"), F.max(until).alias("last"),
                                    F.first("mq_all").alias("mq_all"),
                                    F.first("cid_all").alias("cid_all"),
                                    F.first("subscribers").alias("subscribers")))
@@ -104,15 +183,19 @@ def replay_states(states_df: DataFrame) -> DataFrame:
 
 
 def build_strategy_whatif(queue_offsets_df: DataFrame, member_context_df: DataFrame,
-                          members_df: DataFrame | None = None) -> DataFrame:
+                          members_df: DataFrame | None = None,
+                          stage: Stage = no_staging) -> DataFrame:
     """silver.queue_offsets + silver.member_context (+ group_members to leave out broadcasting
-    and pop groups, which own no queue exclusively) in, gold.strategy_whatif out."""
+    and pop groups, which own no queue exclusively) in, gold.strategy_whatif out.
+
+    ``stage(df, name)`` stores the intermediates read several times (states, allocations):
+    Sail recomputes a frame for every reference."""
     offsets = queue_offsets_df
     if members_df is not None:
         offsets = offsets.join(excluded_groups(members_df), on=["cluster", "group"],
                                how="left_anti")
-    states = topic_states(offsets, member_context_df)
-    allocations = replay_states(states)
+    states = stage(topic_states(offsets, member_context_df, stage), "gold.strategy_whatif.states")
+    allocations = stage(replay_states(states), "gold.strategy_whatif.allocations")
     run_strategy = [*RUN_KEY, "strategy"]
     owners = (allocations.select(*run_strategy, "current_cid",
                                  F.explode("allocated").alias("_q"))
