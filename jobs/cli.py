@@ -242,7 +242,8 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
             error: RocketlensError = NoDataForDay(str(exc))
         elif isinstance(exc, RocketlensError):
             error = exc
-        elif "Resources exhausted" in str(exc):  # Sail's memory pool is too small for the day
+        elif any(m in str(exc) for m in ("Resources exhausted", "Failed to allocate additional")):
+            # the embedded engine's memory pool (engine.sail_memory_pool_mib) is too small
             error = RocketlensError(
                 f"run of {run_date} ran out of engine memory ({_first_line(exc)}); raise "
                 f"engine.sail_memory_pool_mib (now {settings.engine.sail_memory_pool_mib}) "

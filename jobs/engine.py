@@ -37,7 +37,7 @@ class JavaNotFound(EngineError):
 
 
 CONNECT_TIMEOUT_SECONDS = 60
-SAIL_MEMORY_POOL_MIB = 2048
+SAIL_MEMORY_POOL_MIB = 0  # unbounded: see _limit_sail_memory
 
 
 @contextmanager
@@ -116,8 +116,10 @@ def _limit_sail_memory(pool_mib: int) -> None:
     """Give the embedded server a bounded ``fair`` memory pool (0: unbounded): sorts and
     aggregates beyond it spill to temporary files. Unbounded, numbering the lines of one 4.9 GB
     landing file sorted it in memory (6.4 GB RSS at bench scale M; 3.2 GB with a 2 GiB pool, in
-    the same time). Sail reads these ``SAIL_*`` variables when its server starts; the setting
-    always decides, so a value inherited from a parent run cannot override it."""
+    the same time). Off by default: Sail 0.7.2's hash-join build sides do not spill, and the whole
+    M day failed in a 2 GiB pool (``HashJoinInput`` in silver.queue_ownership). Sail reads these
+    ``SAIL_*`` variables when its server starts; the setting always decides, so a value
+    inherited from a parent run cannot override it."""
     keys = ("SAIL_RUNTIME__MEMORY_POOL__TYPE", "SAIL_RUNTIME__MEMORY_POOL__FAIR__MAX_SIZE")
     if pool_mib > 0:
         os.environ.update(zip(keys, ("fair", str(pool_mib << 20))))

@@ -37,7 +37,7 @@ class EngineSettings(_Section):
     remote: str = ""
     shuffle_partitions: int = Field(8, ge=1)
     connect_timeout_seconds: float = Field(60, gt=0)
-    sail_memory_pool_mib: int = Field(2048, ge=0)
+    sail_memory_pool_mib: int = Field(0, ge=0)
 
 
 _FIXED_OFFSET = re.compile(r"^(?:GMT|UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
