@@ -12,6 +12,8 @@ of snapshots and thousands of claims a day). Both helpers here keep the equi-joi
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -40,21 +42,36 @@ def join_recent(left: DataFrame, right: DataFrame, on: list[str], ts: str, at: s
 
 def merge_intervals(df: DataFrame, key: list[str], start: str, end: str) -> DataFrame:
     """One row per maximal union of ``[start, end)`` intervals of each ``key`` (``end`` null =
-    open). Rows of ``key, start, end`` only; a point is covered by the result exactly when it
-    was covered by some input interval."""
-    order = Window.partitionBy(*key).orderBy(start, end)
+    open; ``end`` ≥ ``start``). Rows of ``key, start, end`` only; a point is covered by the
+    result exactly when it was covered by some input interval.
+
+    One window sorts every interval, on a key number and the bounds only: with the six string
+    key columns of the ownership claims (and a second window for the island number, then an
+    aggregate per island) it took 16 s for 14.5 M claims at bench scale M on Sail, ~6 s so."""
+    keys = (df.select(*key).distinct()
+            .withColumn("_key", F.row_number().over(Window.orderBy(*key))))
+    # null-safe: the window this replaces grouped null keys like any other
+    same_key = functools.reduce(
+        lambda a, b: a & b, [F.col(f"_i.{k}").eqNullSafe(F.col(f"_k.{k}")) for k in key])
     end_millis = F.coalesce(F.unix_millis(F.col(end)), F.lit(_FOREVER_MILLIS))
-    reach_before = F.max(end_millis).over(order.rowsBetween(Window.unboundedPreceding, -1))
-    starts_island = (reach_before.isNull()
-                     | (F.unix_millis(F.col(start)) > reach_before)).cast("int")
-    # distinct first: equal intervals would tie in the order, and the two windows could
-    # break that tie differently
-    islands = (df.select(*key, start, end).distinct()
-               .withColumn("_new", starts_island)
-               .withColumn("_island", F.sum("_new").over(
-                   order.rowsBetween(Window.unboundedPreceding, Window.currentRow))))
-    return (islands.groupBy(*key, "_island")
-            .agg(F.min(start).alias(start), F.max(end_millis).alias("_end"))
-            .select(*key, start,
+    # the few keys on the build (left) side of the hash join, the intervals streaming past
+    numbered = (keys.alias("_k").join(df.alias("_i"), on=same_key, how="inner")
+                .select("_k._key", F.col(f"_i.{start}").alias("_start"),
+                        end_millis.alias("_end")))
+    order = Window.partitionBy("_key").orderBy("_start", "_end")
+    reach_before = F.max("_end").over(order.rowsBetween(Window.unboundedPreceding, -1))
+    # an island starts where no earlier interval reaches; it ends where the next one starts
+    # reaching from before, the key's last island at the key's farthest end
+    starts = (numbered.withColumn("_reach_before", reach_before)
+              .where(F.col("_reach_before").isNull()
+                     | (F.unix_millis("_start") > F.col("_reach_before"))))
+    following = Window.partitionBy("_key").orderBy("_start")
+    islands = (starts.select("_key", "_start",
+                             F.lead("_reach_before").over(following).alias("_island_end"))
+               .join(numbered.groupBy("_key").agg(F.max("_end").alias("_last_end")),
+                     on="_key", how="inner")
+               .withColumn("_end", F.coalesce("_island_end", "_last_end")))
+    return (islands.join(keys, on="_key", how="inner")
+            .select(*key, F.col("_start").alias(start),
                     F.when(F.col("_end") < _FOREVER_MILLIS, F.timestamp_millis("_end"))
                     .alias(end)))

@@ -61,3 +61,11 @@ def test_merge_intervals_keeps_exactly_the_covered_points(spark):
     spans = sorted(by_key["q3"])
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
     assert merge_intervals(df.where(F.lit(False)), ["q"], "s", "e").count() == 0
+
+
+def test_merge_intervals_merges_a_null_key_as_its_own_key(spark):
+    rows = [(None, _at(0), _at(10)), (None, _at(10), _at(20)), ("q1", _at(5), _at(30))]
+    df = spark.createDataFrame(rows, "q string, s timestamp, e timestamp")
+    got = sorted((r["q"] or "", r["s"], r["e"]) for r in merge_intervals(df, ["q"], "s", "e")
+                 .collect())
+    assert got == [("", _at(0), _at(20)), ("q1", _at(5), _at(30))]

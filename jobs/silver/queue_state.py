@@ -11,7 +11,9 @@ its channel (120 s expiry, facts §4) answers nobody, which is exactly when its 
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+import functools
+
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
@@ -48,26 +50,42 @@ def live_processes(snapshots_df: DataFrame, members_df: DataFrame,
         F.max("_seen").alias("last_seen_connection"))
 
 
-def claimants_per_snapshot(claims_df: DataFrame) -> DataFrame:
-    """Per snapshot: ``claimed_by`` (sorted claimant ids) and ``_live_owners`` (each live
-    claimant once per process, sorted), from one row per (snapshot, claimant, ``processes``).
+def claimant_segments(claims_df: DataFrame) -> DataFrame:
+    """Per queue, the time cut at every start and end of a claim stretch (``claims_in_force``):
+    ``_seg_from, _seg_until`` and ``claimed_by``, the sorted ids whose stretch covers that piece
+    (none: no row). A snapshot lies in at most one piece of its queue, so its claimants come from
+    one row: no aggregate over the 9 M snapshots of bench scale M (collecting per snapshot, then
+    joining back to the snapshots, took ~40 s of queue_state there on Sail)."""
+    bounds = (claims_df.select(*QUEUE_KEY, F.col("valid_from").alias("_seg_from"))
+              .unionByName(claims_df.select(*QUEUE_KEY, F.col("valid_until").alias("_seg_from")))
+              .where(F.col("_seg_from").isNotNull())
+              .distinct())
+    order = Window.partitionBy(*QUEUE_KEY).orderBy("_seg_from")
+    pieces = (bounds.withColumn("_seg_until", F.lead("_seg_from").over(order))
+              .where(F.col("_seg_until").isNotNull()))
+    return (pieces.join(claims_df, on=QUEUE_KEY, how="inner")
+            .where((F.col("valid_from") <= F.col("_seg_from"))
+                   & (F.col("_seg_until") <= F.col("valid_until")))
+            .groupBy(*QUEUE_KEY, "_seg_from", "_seg_until")
+            .agg(F.array_sort(F.collect_list("client_id")).alias("claimed_by")))
 
-    Nearly every snapshot has one claimant, whose arrays are built from its own row; only the
-    few with several go through ``collect_list``. Sail's ``collect_list`` over millions of
-    groups took 538 s at scale M (9 M snapshots); the count that splits them is a fast aggregate.
-    """
-    live_owners = F.when(F.col("processes").isNotNull(),
-                         F.array_repeat("client_id", F.col("processes")))
-    empty = F.array().cast("array<string>")
-    counted = claims_df.join(claims_df.groupBy(*SNAPSHOT_KEY).agg(F.count(F.lit(1)).alias("_n")),
-                             on=SNAPSHOT_KEY, how="inner")
-    single = counted.where(F.col("_n") == 1).select(
-        *SNAPSHOT_KEY, F.array("client_id").alias("claimed_by"),
-        F.coalesce(live_owners, empty).alias("_live_owners"))
-    several = counted.where(F.col("_n") > 1).groupBy(*SNAPSHOT_KEY).agg(
-        F.array_sort(F.collect_list("client_id")).alias("claimed_by"),
-        F.array_sort(F.flatten(F.collect_list(live_owners))).alias("_live_owners"))
-    return single.unionByName(several)
+
+def live_per_snapshot(live_df: DataFrame) -> DataFrame:
+    """Per (group, snapshot ts): ``_live``, the live ids with their process counts
+    (``live_processes``; a group has a handful)."""
+    # the cast drops column metadata from the struct's fields: Sail rejected a lambda over
+    # structs whose fields carried it from some inputs and not from others
+    member = F.struct("client_id", "processes").cast("struct<client_id:string,processes:int>")
+    return live_df.groupBy("cluster", "group", "ts").agg(F.collect_list(member).alias("_live"))
+
+
+def live_owners(claimed_by: Column, live: Column) -> Column:
+    """Each live claimant once per process, sorted; empty when none is live."""
+    owning = F.filter(live, lambda m: m["processes"].isNotNull()
+                      & F.array_contains(claimed_by, m["client_id"]))
+    return F.coalesce(F.array_sort(F.flatten(F.transform(
+        owning, lambda m: F.array_repeat(m["client_id"], m["processes"])))),
+        F.array().cast("array<string>"))
 
 
 def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
@@ -78,23 +96,26 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
-    claims = claims_in_force(ownership_df, max_snapshot_gap_seconds)
-    claimed = (snaps.select(*SNAPSHOT_KEY)
-               .join(claims, on=QUEUE_KEY, how="inner")
-               .where((F.col("valid_from") <= F.col("ts")) & (F.col("ts") < F.col("valid_until")))
-               .select(*SNAPSHOT_KEY, "client_id").distinct())
-    live = live_processes(snaps.select("cluster", "group", "ts").distinct(), members_df,
-                          liveness_window_seconds)
-    owned = claimants_per_snapshot(
-        claimed.join(live, on=["cluster", "group", "ts", "client_id"], how="left"))
+    segments = claimant_segments(claims_in_force(ownership_df, max_snapshot_gap_seconds))
+    in_segment = functools.reduce(
+        lambda a, b: a & b,
+        [F.col(f"_s.{k}") == F.col(f"_g.{k}") for k in QUEUE_KEY]
+        + [F.col("_g._seg_from") <= F.col("_s.ts"), F.col("_s.ts") < F.col("_g._seg_until")])
+    # small side first (right joins): the engine builds its hash table from the left input, and
+    # 9 M snapshot rows there outgrew Sail's 2 GiB memory pool at bench scale M
+    claimed = (segments.alias("_g").join(snaps.alias("_s"), on=in_segment, how="right")
+               .select("_s.*", "_g.claimed_by"))
+    live = live_per_snapshot(live_processes(snaps.select("cluster", "group", "ts").distinct(),
+                                            members_df, liveness_window_seconds))
     broker_says_none = F.coalesce(F.col("broker_reports_no_owner"), F.lit(False))
     empty = F.array().cast("array<string>")
-    owners = F.when(broker_says_none, empty).otherwise(F.coalesce("_live_owners", empty))
-    return (snaps.join(owned, on=SNAPSHOT_KEY, how="left")
+    claimed_by = F.coalesce("claimed_by", empty)
+    owners = F.when(broker_says_none, empty).otherwise(live_owners(claimed_by, F.col("_live")))
+    return (live.join(claimed, on=["cluster", "group", "ts"], how="right")
             .withColumn("owners", owners)
             .select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                     "broker_offset_delta", "consumer_offset_delta", "owner_ip", "is_retry_topic",
                     "owners", F.size("owners").alias("owner_count"),
-                    F.coalesce("claimed_by", empty).alias("claimed_by"),
+                    claimed_by.alias("claimed_by"),
                     "broker_reports_no_owner",
                     "date"))
