@@ -161,7 +161,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
-            RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds)),
+            RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds), stage),
         "strategy_whatif": build_strategy_whatif(
             silver["queue_offsets"], silver["member_context"], silver["group_members"], stage),
     }

@@ -38,6 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.gold.episodes import with_episode_id
+from jobs.ingest.json_sources import Stage, no_staging
 from jobs.silver.dedup import filter_first_per_key
 
 COLUMNS = ["topic", "ts", "trigger", "clients_before", "clients_after", "queues_moved",
@@ -159,8 +160,12 @@ def _owners_by_queue(df: DataFrame, keys: list[str], assignment: str) -> DataFra
 # --- ownership-changing rebalances --------------------------------------------------------------
 
 def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
-                      observations_df: DataFrame, rules: RebalanceRules) -> DataFrame:
-    """One row per (group, topic, run of changed rounds) that moved ≥ 1 queue."""
+                      observations_df: DataFrame, rules: RebalanceRules,
+                      stage: Stage = no_staging) -> DataFrame:
+    """One row per (group, topic, run of changed rounds) that moved ≥ 1 queue.
+
+    ``stage`` stores the runs, which four parts read: each read recomputed the lag windows
+    over every round's assignment (15 s at scale M on Sail; the step took 96 s)."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     state = (assignments_df.where(F.col("_complete") == 1)
              .join(rounds_df, on=[*GROUP_KEY, "ts"], how="inner")
@@ -188,7 +193,7 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
                .transform(lambda df: with_episode_id(df, TOPIC_KEY, F.coalesce(changed, F.lit(False)),
                                                      rules.max_snapshot_gap_seconds))
                .where("_flag"))
-    runs = flagged.groupBy(*TOPIC_KEY, "_episode").agg(
+    runs = stage(flagged.groupBy(*TOPIC_KEY, "_episode").agg(
         F.min("ts").alias("first_changed"),
         F.max("ts").alias("after_ts"),
         F.min_by("prev_ts", "ts").alias("before_ts"),
@@ -199,7 +204,8 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left")))).alias("left_ids"),
         F.max(F.col("_expired").cast("int")).alias("_expired"),
         F.max(F.col("_joined").cast("int")).alias("_joined"),
-        F.max(F.col("_sub_changed").cast("int")).alias("_sub_changed"))
+        F.max(F.col("_sub_changed").cast("int")).alias("_sub_changed")),
+        "gold.rebalance_events.runs")
     run_key = [*TOPIC_KEY, "_episode"]
     before = _owners_by_queue(runs, run_key, "before").withColumnRenamed("owners", "_b")
     after = _owners_by_queue(runs, run_key, "after").withColumnRenamed("owners", "_a")
@@ -245,11 +251,28 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
 
 # --- the broker subscription-table storm --------------------------------------------------------
 
+def filter_mixed_rounds(connections_df: DataFrame) -> DataFrame:
+    """Heartbeat records (``last_update_timestamp`` set) of the broker rounds whose members
+    report more than one topic set: only those can flip the subscription table. Nearly every
+    round agrees, and building every round's heartbeat list took 24 s at scale M on Sail."""
+    beats = connections_df.where(F.col("last_update_timestamp").isNotNull())
+    broker = F.coalesce("broker_name", F.lit(""))
+    topic_set = F.to_json(F.array_sort(F.array_distinct(F.transform(
+        F.coalesce("subscriptions", F.array()), lambda s: s["topic"]))))
+    mixed = (beats.groupBy(*GROUP_KEY, broker.alias("_broker"), "ts")
+             .agg(F.min(topic_set).alias("_lo"), F.max(topic_set).alias("_hi"))
+             .where(F.col("_lo") != F.col("_hi"))
+             .select(*GROUP_KEY, "_broker", "ts"))
+    return (beats.withColumn("_broker", broker)
+            .join(mixed, on=[*GROUP_KEY, "_broker", "ts"], how="left_semi")
+            .drop("_broker"))
+
+
 def subscription_flapping(connections_df: DataFrame, rules: RebalanceRules) -> DataFrame:
     """Rows for the topicB storm (module docstring), from each member's own heartbeat
     (``last_update_timestamp`` and ``subscriptions`` in the connection records, DESIGN.md §3.2)."""
     p = rules.heartbeat_interval_seconds * 1000
-    beats = (connections_df.where(F.col("last_update_timestamp").isNotNull())
+    beats = (filter_mixed_rounds(connections_df)
              .select(*GROUP_KEY, F.coalesce("broker_name", F.lit("")).alias("_broker"), "ts",
                      "client_id", F.col("last_update_timestamp").alias("lu"),
                      F.array_sort(F.array_distinct(F.transform(
@@ -311,13 +334,18 @@ def subscription_flapping(connections_df: DataFrame, rules: RebalanceRules) -> D
 
 def build_rebalance_events(members_df: DataFrame, connections_df: DataFrame,
                            log_events_df: DataFrame, running_info_df: DataFrame,
-                           rules: RebalanceRules) -> DataFrame:
+                           rules: RebalanceRules, stage: Stage = no_staging) -> DataFrame:
     """silver.group_members + bronze connections, client log events and running info in,
-    gold.rebalance_events out (contract columns, then ``flaps_per_hour`` and ``evidence``)."""
-    rounds = member_rounds(members_df, connections_df, rules.heartbeat_interval_seconds)
-    observations = assignment_observations(log_events_df, running_info_df, connections_df)
+    gold.rebalance_events out (contract columns, then ``flaps_per_hour`` and ``evidence``).
+
+    ``stage(df, name)`` stores the rounds and observations, each read twice (building the
+    observations took 16 s at scale M on Sail), and the runs (see :func:`ownership_changes`)."""
+    rounds = stage(member_rounds(members_df, connections_df, rules.heartbeat_interval_seconds),
+                   "gold.rebalance_events.rounds")
+    observations = stage(assignment_observations(log_events_df, running_info_df, connections_df),
+                         "gold.rebalance_events.observations")
     assignments = assignment_rounds(rounds, observations)
-    changes = ownership_changes(rounds, assignments, observations, rules)
+    changes = ownership_changes(rounds, assignments, observations, rules, stage)
     days = members_df.select("date").distinct()
     return (changes.unionByName(subscription_flapping(connections_df, rules))
             .join(days, on="date", how="inner")
