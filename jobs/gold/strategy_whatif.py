@@ -68,15 +68,15 @@ def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame,
     snapshots where something may have changed (``change_candidates``): building them for every
     snapshot (425 k at scale M, ~21 queues and ~4 members each) and comparing them as JSON took
     most of the step's 167 s and 6.6 GiB on Sail, and failed in its 2 GiB memory pool.
-    ``stage(df, name)`` stores the candidates, which are read twice.
+    ``stage(df, name)`` stores the candidates and their snapshots, each read twice.
     """
     candidates = stage(change_candidates(queue_offsets_df, member_context_df),
                        "gold.strategy_whatif.candidates")
     snapshots = topic_snapshots(
         queue_offsets_df.join(candidates.select(*SNAPSHOT_KEY), on=SNAPSHOT_KEY, how="left_semi"),
         member_context_df)
-    return states_of_snapshots(snapshots.join(candidates, on=SNAPSHOT_KEY, how="inner"),
-                               until="_until")
+    return states_of_snapshots(stage(snapshots.join(candidates, on=SNAPSHOT_KEY, how="inner"),
+                                     "gold.strategy_whatif.candidate_snapshots"), until="_until")
 
 
 def change_candidates(queue_offsets_df: DataFrame, member_context_df: DataFrame) -> DataFrame:
@@ -143,18 +143,25 @@ def states_of_snapshots(snapshots: DataFrame, until: str = "ts") -> DataFrame:
     """``topic_snapshots`` rows collapsed into runs of consecutive equal snapshots (states).
 
     ``until``: the column holding the last ts each row stands for (``ts`` itself when every
-    snapshot is a row; ``_until`` for change candidates)."""
+    snapshot is a row; ``_until`` for change candidates). Snapshots are compared by a SHA-256 of
+    their JSON, as replay_snapshots keys its states, so the windows sort narrow rows, and each
+    run's arrays are joined back from its first snapshot: sorting the arrays and their JSON, or
+    aggregating the arrays (Sail charges each kept array with the whole batch it came from), ran
+    out of Sail's 2 GiB memory pool over the 425 k snapshots of scale M."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
-    key = F.to_json(F.struct("mq_all", "cid_all", "subscribers"))
-    runs = (snapshots.withColumn("_key", key)
-            .withColumn("_new", F.when(F.lag("_key").over(order).eqNullSafe(F.col("_key")), 0)
-                        .otherwise(1))
-            .withColumn("run", F.sum("_new").over(
-                order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-            .groupBy(*RUN_KEY).agg(F.min("ts").alias("start"), F.max(until).alias("last"),
-                                   F.first("mq_all").alias("mq_all"),
-                                   F.first("cid_all").alias("cid_all"),
-                                   F.first("subscribers").alias("subscribers")))
+    key = F.sha2(F.to_json(F.struct("mq_all", "cid_all", "subscribers")), 256)
+    starts = (snapshots.select(*SNAPSHOT_KEY, F.col(until).alias("_until"), key.alias("_key"))
+              .withColumn("_new", F.when(F.lag("_key").over(order).eqNullSafe(F.col("_key")), 0)
+                          .otherwise(1))
+              .withColumn("run", F.sum("_new").over(
+                  order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+              .withColumn("last", F.max("_until").over(Window.partitionBy(*RUN_KEY)))
+              .where(F.col("_new") == 1)
+              .select(*SNAPSHOT_KEY, "run", "last"))
+    runs = (starts.join(snapshots.select(*SNAPSHOT_KEY, "mq_all", "cid_all", "subscribers"),
+                        on=SNAPSHOT_KEY, how="inner")
+            .select(*RUN_KEY, F.col("ts").alias("start"), "last", "mq_all", "cid_all",
+                    "subscribers"))
     by_run = Window.partitionBy(*TOPIC_KEY).orderBy("run")
     end = F.coalesce(F.lead("start").over(by_run), F.col("last"))
     rooms = (F.forall("mq_all", lambda q: broker_deploy_in(q) != "")
