@@ -1,6 +1,7 @@
 """The nightly pipeline benchmark behind ``make bench`` (never part of ``make test``).
 
-``python -m benchmarks [--scales S,M,L] [--engines sail,spark] [--cache DIR] [--replay-hours H]``
+``python -m benchmarks [--scales S,M,L] [--engines sail,spark] [--cache DIR] [--replay-hours H]
+[--sail-memory-pool-mib N]``
 
 Per scale: simulates the ``sample`` scenario day once (cached under ``--cache``, default
 ``$ROCKETLENS_BENCH_CACHE`` or ``~/.cache/rocketlens-bench``, outside the repo), measures the
@@ -19,6 +20,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -78,10 +80,18 @@ def _tree_rss_bytes(root: int) -> int:
     return total
 
 
-def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str) -> dict:
-    """``rocketlens run`` for the day in a subprocess: wall seconds, peak RSS, per-step seconds."""
+def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str,
+                 sail_memory_pool_mib: int | None = None) -> dict:
+    """``rocketlens run`` for the day in a subprocess: wall seconds, peak RSS, per-step seconds.
+
+    The lake is removed first, so every figure is a first run of the day into an empty lake
+    (a rerun replaces the day in place, and Delta keeps the old files: with no VACUUM on Sail
+    the cached lake would grow with every benchmark)."""
+    shutil.rmtree(lake_dir, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
     env["ROCKETLENS_LAKE_FORMAT"] = lake_format
+    if sail_memory_pool_mib is not None:  # else the setting's default (conf/base.toml)
+        env["ROCKETLENS__ENGINE__SAIL_MEMORY_POOL_MIB"] = str(sail_memory_pool_mib)
     cmd = [sys.executable, "-m", "jobs", "run", "--date", DAY.isoformat(), "--landing", str(landing),
            "--lake", str(lake_dir), "--engine", engine, "--log-format", "json"]
     started = time.perf_counter()
@@ -160,12 +170,16 @@ def main() -> None:
     parser.add_argument("--replay-hours", type=float, default=24.0,
                         help="hours of the day the replay comparison covers")
     parser.add_argument("--no-replay", action="store_true")
+    parser.add_argument("--sail-memory-pool-mib", type=int, default=None,
+                        help="engine.sail_memory_pool_mib for the runs (default: the setting's)")
     args = parser.parse_args()
     scales = [s.strip() for s in args.scales.split(",") if s.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     args.cache.mkdir(parents=True, exist_ok=True)
     print(f"rocketlens benchmark: scales {scales}, engines {engines}, {os.cpu_count()} cores, "
-          f"cache {args.cache}", flush=True)
+          f"cache {args.cache}, Sail memory pool "
+          f"{args.sail_memory_pool_mib if args.sail_memory_pool_mib is not None else 'default'} MiB",
+          flush=True)
 
     runs: list[dict] = []
     floors: dict[str, float] = {}
@@ -184,13 +198,13 @@ def main() -> None:
                  ([("spark", "parquet")] if "spark" in engines else [])
         for engine, fmt in setups:
             lake_dir = args.cache / scale / f"lake-{engine}-{fmt}"
-            result = run_pipeline(landing, lake_dir, engine, fmt)
+            result = run_pipeline(landing, lake_dir, engine, fmt, args.sail_memory_pool_mib)
             per_source = {s: {"rows": truth["lines"].get(s, 0), "parse_seconds": sec}
                           for s, sec in parse_seconds(result["events"]).items()}
             run = {"scale": scale, "engine": engine, "format": fmt, "wall": result["wall"],
                    "peak_rss": result["peak_rss"], "lines": lines[scale], "floor": floors[scale],
                    "per_source": per_source, "steps": step_seconds(result["events"]),
-                   "error": result["error"]}
+                   "error": result["error"], "sail_memory_pool_mib": args.sail_memory_pool_mib}
             _record(args.cache, {"kind": "pipeline", **run})
             if run["error"]:
                 failed.append(f"{scale} {engine}/{fmt}: {run['error']}")

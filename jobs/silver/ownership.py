@@ -42,7 +42,9 @@ def _log_claims(events_df: DataFrame, valid_until, source: str,
                       "date", F.explode("queues").alias("mq"))
               .select("group", "client_id", "mq.topic", "mq.broker_name", "mq.queue_id",
                       F.lit(source).alias("source"), "valid_from", "valid_until", "date"))
-    return claims.join(clusters_df, on=["group", "client_id"], how="left").select(*COLUMNS)
+    # the few (group, client) rows first: the engines build the hash table from the left side,
+    # and a table of every claim could not spill in a bounded Sail memory pool
+    return clusters_df.join(claims, on=["group", "client_id"], how="right").select(*COLUMNS)
 
 
 def rebalance_log_claims(log_events_df: DataFrame, clusters_df: DataFrame) -> DataFrame:
