@@ -55,6 +55,11 @@ def ensure_day(cache: Path, scale: str) -> tuple[Path, dict]:
     return landing, json.loads(truth_file.read_text())
 
 
+def landing_bytes(landing: Path) -> int:
+    """Bytes of the day's landing files (as stored: compressed files count compressed)."""
+    return sum(p.stat().st_size for p in landing.rglob("*") if p.is_file() and p.name[0] not in "._")
+
+
 def _tree_rss_bytes(root: int) -> int:
     """Resident memory of ``root`` and all its descendants (Sail runs in-process; classic Spark
     in a JVM child of the driver's Python)."""
@@ -184,15 +189,18 @@ def main() -> None:
     runs: list[dict] = []
     floors: dict[str, float] = {}
     lines: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     replay: dict[str, dict] = {}
     failed: list[str] = []  # runs that did not finish: printed under the table
     for scale in scales:
         landing, truth = ensure_day(args.cache, scale)
         lines[scale] = sum(truth["lines"].values())
+        sizes[scale] = landing_bytes(landing)
         floor = _python_module("benchmarks.raw_floor", str(landing), "--date", DAY.isoformat())
         floors[scale] = sum(v["seconds"] for v in floor.values())
         _record(args.cache, {"kind": "floor", "scale": scale, "per_source": floor})
-        print(f"[{scale}] {lines[scale]:,} lines; raw-read floor {floors[scale]:.1f} s", flush=True)
+        print(f"[{scale}] {lines[scale]:,} lines, {sizes[scale] / 1e9:.2f} GB; "
+              f"raw-read floor {floors[scale]:.1f} s", flush=True)
         formats = [f.strip() for f in args.formats.split(",") if f.strip()]
         setups = ([("sail", f) for f in formats] if "sail" in engines else []) + \
                  ([("spark", "parquet")] if "spark" in engines else [])
@@ -202,7 +210,8 @@ def main() -> None:
             per_source = {s: {"rows": truth["lines"].get(s, 0), "parse_seconds": sec}
                           for s, sec in parse_seconds(result["events"]).items()}
             run = {"scale": scale, "engine": engine, "format": fmt, "wall": result["wall"],
-                   "peak_rss": result["peak_rss"], "lines": lines[scale], "floor": floors[scale],
+                   "peak_rss": result["peak_rss"], "lines": lines[scale], "bytes": sizes[scale],
+                   "floor": floors[scale],
                    "per_source": per_source, "steps": step_seconds(result["events"]),
                    "error": result["error"], "sail_memory_pool_mib": args.sail_memory_pool_mib}
             _record(args.cache, {"kind": "pipeline", **run})
@@ -247,13 +256,18 @@ def main() -> None:
             print(f"{scale}: classic Spark / Sail = {ratio:.2f}x "
                   f"(target >= {TARGET_ENGINE_RATIO:.0f}x: {_mark(ratio >= TARGET_ENGINE_RATIO)})")
     for engine, fmt in {(r["engine"], r["format"]) for r in runs}:
-        costs = [(s, by[(s, engine, fmt)]["wall"] / by[(s, engine, fmt)]["lines"] * 1e6)
-                 for s in scales if (s, engine, fmt) in by]
-        if len(costs) > 1:
-            growth = costs[-1][1] / costs[0][1]
-            print(f"per-row cost {engine}/{fmt}: " + " → ".join(f"{s} {c:.1f} µs" for s, c in costs)
-                  + f" ({costs[0][0]}→{costs[-1][0]} {growth:.2f}x; target <= "
-                  f"{TARGET_ROW_COST_GROWTH}x: {_mark(growth <= TARGET_ROW_COST_GROWTH)})")
+        mine = [by[(s, engine, fmt)] for s in scales if (s, engine, fmt) in by]
+        if len(mine) > 1:
+            # per line (the target) and per GB: the scales differ in their mix of sources, and a
+            # running-info line is ~100 times the bytes of an offsets line
+            growth = (mine[-1]["wall"] / mine[-1]["lines"]) / (mine[0]["wall"] / mine[0]["lines"])
+            per_gb = (mine[-1]["wall"] / mine[-1]["bytes"]) / (mine[0]["wall"] / mine[0]["bytes"])
+            print(f"per-row cost {engine}/{fmt}: "
+                  + " → ".join(f"{r['scale']} {r['wall'] / r['lines'] * 1e6:.1f} µs/line "
+                               f"({r['wall'] / r['bytes'] * 1e9:.1f} s/GB)" for r in mine)
+                  + f" ({mine[0]['scale']}→{mine[-1]['scale']} {growth:.2f}x per line, "
+                  f"{per_gb:.2f}x per GB; target <= {TARGET_ROW_COST_GROWTH}x per line: "
+                  f"{_mark(growth <= TARGET_ROW_COST_GROWTH)})")
     for scale, r in replay.items():
         print(f"{scale}: replay on change {r['on_change_seconds']:.1f} s vs naive per snapshot "
               f"{r['naive_seconds']:.1f} s over {r['snapshots']:,} snapshots / {r['states']:,} states "
