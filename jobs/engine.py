@@ -178,7 +178,11 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
     if not under_submit:
         builder = (builder.master(master or "local[2]")
                    .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", str(shuffle_partitions)))
+                   .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+                   # the local JVM's default 1 GiB heap ran out building broadcast tables chosen
+                   # on low size estimates (compressed staged Parquet) at bench scale S; under
+                   # spark-submit the cluster's own settings apply
+                   .config("spark.sql.autoBroadcastJoinThreshold", "-1"))
     for key, value in COMMON_CONF.items():
         builder = builder.config(key, value)
     if delta:
