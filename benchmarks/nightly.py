@@ -259,7 +259,7 @@ def main() -> None:
         mine = [by[(s, engine, fmt)] for s in scales if (s, engine, fmt) in by]
         if len(mine) > 1:
             # per line (the target) and per GB: the scales differ in their mix of sources, and a
-            # running-info line is ~100 times the bytes of an offsets line
+            # running-info line is ~70 times the bytes of an offsets line
             growth = (mine[-1]["wall"] / mine[-1]["lines"]) / (mine[0]["wall"] / mine[0]["lines"])
             per_gb = (mine[-1]["wall"] / mine[-1]["bytes"]) / (mine[0]["wall"] / mine[0]["bytes"])
             print(f"per-row cost {engine}/{fmt}: "

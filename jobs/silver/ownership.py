@@ -42,7 +42,7 @@ def _log_claims(events_df: DataFrame, valid_until, source: str,
                       "date", F.explode("queues").alias("mq"))
               .select("group", "client_id", "mq.topic", "mq.broker_name", "mq.queue_id",
                       F.lit(source).alias("source"), "valid_from", "valid_until", "date"))
-    # the few (group, client) rows first: the engines build the hash table from the left side,
+    # the few (group, client) rows first: Sail builds its hash table from the left input,
     # and a table of every claim could not spill in a bounded Sail memory pool
     return clusters_df.join(claims, on=["group", "client_id"], how="right").select(*COLUMNS)
 
