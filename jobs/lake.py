@@ -45,7 +45,7 @@ import random
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -162,6 +162,15 @@ def read_day(spark: SparkSession, lake: str | Path, layer: str, name: str,
 STAGING_DIR = "_staging"
 STAGING_LOCK = ".owner.lock"
 STALE_UNLOCKED_SECONDS = 3600  # a folder without a lock file: a claim cut short, or an old version
+
+
+# ``stage`` bound to a run's lake and id: ``(df, name)`` in, ``df`` written once and read back
+# out; ``no_staging`` is the identity, where no lake is at hand (tests, in memory).
+Stage = Callable[[DataFrame, str], DataFrame]
+
+
+def no_staging(df: DataFrame, _name: str) -> DataFrame:
+    return df
 
 
 def staging_path(lake: str | Path, run_id: str, name: str) -> str:

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from jobs import lake
 from jobs.ingest.client_log_records import ingest_client_logs
-from jobs.ingest.json_sources import SourceFrames, Stage, ingest_json_source, no_staging
+from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_health import build_group_health
@@ -60,7 +60,7 @@ class RunReport:
 
 def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, settings: Settings,
                   run_id: str, ingested_at: dt.datetime,
-                  stage: Stage = no_staging, scratch_dir: Path | None = None,
+                  stage: lake.Stage = lake.no_staging, scratch_dir: Path | None = None,
                   ) -> dict[str, DataFrame]:
     """Every bronze table's frame for ``run_date`` (records, ``quarantine``, ``ingest_counts``).
 
@@ -135,7 +135,7 @@ def stuck_rules(settings: Settings) -> StuckRules:
 
 
 def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
-                settings: Settings, stage: Stage = no_staging) -> dict[str, DataFrame]:
+                settings: Settings, stage: lake.Stage = lake.no_staging) -> dict[str, DataFrame]:
     """Every gold table's frame from the day's silver tables (and bronze log events).
 
     ``stage(df, name)`` stores an intermediate that several parts of one table read (the run

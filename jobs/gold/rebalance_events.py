@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.gold.episodes import with_episode_id
-from jobs.ingest.json_sources import Stage, no_staging
+from jobs.lake import Stage, no_staging
 from jobs.silver.dedup import filter_first_per_key
 
 COLUMNS = ["topic", "ts", "trigger", "clients_before", "clients_after", "queues_moved",

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.gold.orphaned_queues import excluded_groups
-from jobs.ingest.json_sources import Stage, no_staging
+from jobs.lake import Stage, no_staging
 from jobs.replay.spark_replay import (broker_deploy_in, consumer_deploy_in, replay_snapshots,
                                       sort_cid_all, sort_mq_all)
 

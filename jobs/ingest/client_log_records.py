@@ -15,7 +15,8 @@ from pyspark.sql import functions as F
 
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.client_logs import parse_client_log_lines
-from jobs.ingest.json_sources import SourceFrames, Stage, no_staging
+from jobs.ingest.json_sources import SourceFrames
+from jobs.lake import Stage, no_staging
 from jobs.ingest.landing_files import (
     files_frame,
     line_day,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.json_records import classify_json_lines
 from jobs.ingest.landing_files import files_frame, list_landing_files, read_lines
+from jobs.lake import Stage, no_staging
 from schemas.landing import JsonSource
 
 
@@ -23,14 +23,6 @@ class SourceFrames:
     quarantine: DataFrame
     counts: DataFrame
     files: int
-
-
-# Materialises a classified frame (see jobs.lake.stage); identity where no lake is at hand.
-Stage = Callable[[DataFrame, str], DataFrame]
-
-
-def no_staging(df: DataFrame, _name: str) -> DataFrame:
-    return df
 
 
 def bronze_fields(source: JsonSource) -> list[str]:
