@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -10,3 +12,11 @@ def plus_seconds(ts: Column, seconds: float) -> Column:
     """``ts`` moved by ``seconds`` (negative moves back), in millisecond arithmetic: interval
     literals and ``to_utc_timestamp`` offsets are not read alike by Sail and classic Spark."""
     return F.timestamp_millis(F.unix_millis(ts) + F.lit(int(seconds * 1000)))
+
+
+def same_columns(left: str, right: str, names: list[str], *, null_safe: bool = False) -> Column:
+    """Join condition: every column of ``names`` equal between the aliased frames ``left`` and
+    ``right`` (``eqNullSafe`` with ``null_safe``: null keys match each other)."""
+    pairs = [(F.col(f"{left}.{n}"), F.col(f"{right}.{n}")) for n in names]
+    return functools.reduce(lambda a, b: a & b,
+                            [a.eqNullSafe(b) if null_safe else a == b for a, b in pairs])

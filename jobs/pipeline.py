@@ -9,7 +9,6 @@ A run killed anywhere is repaired by running the day again (README, Failure mode
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pyspark.sql import functions as F
 from jobs import lake
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
+from jobs.ingest.landing_files import union_all
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_health import build_group_health
@@ -86,8 +86,8 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
         "connections": per_source[CONNECTIONS.name].records,
         "running_info": per_source[RUNNING_INFO.name].records,
         "client_log_events": per_source["client_logs"].records,
-        "quarantine": _union(f.quarantine for f in per_source.values()),
-        "ingest_counts": _union(f.counts for f in per_source.values()),
+        "quarantine": union_all([f.quarantine for f in per_source.values()]),
+        "ingest_counts": union_all([f.counts for f in per_source.values()]),
     }
     return frames
 
@@ -191,10 +191,6 @@ def read_with_lookback(df: DataFrame, run_date: dt.date, seconds: int) -> DataFr
     if "event" in df.columns:
         tail = tail | (previous & (F.col("event") == "REBALANCE_RESULT"))
     return df.where((F.col("date") == day) | tail)
-
-
-def _union(frames) -> DataFrame:
-    return functools.reduce(DataFrame.unionByName, list(frames))
 
 
 def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: dt.date,

@@ -12,10 +12,10 @@ of snapshots and thousands of claims a day). Both helpers here keep the equi-joi
 
 from __future__ import annotations
 
-import functools
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from jobs.columns import same_columns
 
 _BUCKET = "_time_bucket"
 _FOREVER_MILLIS = 253402300799000  # 9999-12-31 23:59:59: an open end while merging
@@ -51,8 +51,7 @@ def merge_intervals(df: DataFrame, key: list[str], start: str, end: str) -> Data
     keys = (df.select(*key).distinct()
             .withColumn("_key", F.row_number().over(Window.orderBy(*key))))
     # null-safe: the window this replaces grouped null keys like any other
-    same_key = functools.reduce(
-        lambda a, b: a & b, [F.col(f"_i.{k}").eqNullSafe(F.col(f"_k.{k}")) for k in key])
+    same_key = same_columns("_i", "_k", key, null_safe=True)
     end_millis = F.coalesce(F.unix_millis(F.col(end)), F.lit(_FOREVER_MILLIS))
     # the few keys on the build (left) side of the hash join, the intervals streaming past
     numbered = (keys.alias("_k").join(df.alias("_i"), on=same_key, how="inner")

@@ -11,12 +11,10 @@ its channel (120 s expiry, facts §4) answers nobody, which is exactly when its 
 
 from __future__ import annotations
 
-import functools
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.columns import plus_seconds
+from jobs.columns import plus_seconds, same_columns
 from jobs.time_joins import join_recent, merge_intervals
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
@@ -97,10 +95,9 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
     segments = claimant_segments(claims_in_force(ownership_df, max_snapshot_gap_seconds))
-    in_segment = functools.reduce(
-        lambda a, b: a & b,
-        [F.col(f"_s.{k}") == F.col(f"_g.{k}") for k in QUEUE_KEY]
-        + [F.col("_g._seg_from") <= F.col("_s.ts"), F.col("_s.ts") < F.col("_g._seg_until")])
+    in_segment = (same_columns("_s", "_g", QUEUE_KEY)
+                  & (F.col("_g._seg_from") <= F.col("_s.ts"))
+                  & (F.col("_s.ts") < F.col("_g._seg_until")))
     # small side first (right joins): the engine builds its hash table from the left input, and
     # 9 M snapshot rows there outgrew Sail's 2 GiB memory pool at bench scale M
     claimed = (segments.alias("_g").join(snaps.alias("_s"), on=in_segment, how="right")
