@@ -13,7 +13,7 @@
   state per snapshot), as a job without the state cut would, from the per-snapshot views of
   every group and topic (``topic_snapshots``, staged as Parquet first and not timed).
 All cover the first ``H`` hours of the day; each is timed until the sum of allocated queue
-counts is collected (the two on-change sums must agree).
+counts is collected (both on-change sums are reported: they must agree).
 
 Bounded memory: the whole M day (425 k snapshots) in one naive query was killed at 24 GiB;
 staging the day's snapshots takes 3.1 GiB at most and a naive query over 20,000 of them about
@@ -91,9 +91,8 @@ def replay_day(spark, lake_dir: str, run_date: dt.date, hours: float, staging: s
     n_snapshots = snapshots.count()
     _progress(f"staged {n_snapshots:,} snapshots")
 
-    def stage(df, name):
-        df.write.mode("overwrite").parquet(f"{staging}/{name}")
-        return spark.read.schema(df.schema).parquet(f"{staging}/{name}")
+    def stage(df, name):  # as the run stages, under the scratch folder
+        return lake.stage(spark, df, staging, "replay_day", name)
 
     whole = (span[0][0], span[-1][1])
     started = time.perf_counter()
