@@ -25,6 +25,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from jobs.replay.reference import java_split
+
 MQ_CLIENT_EXCEPTION = "org.apache.rocketmq.client.exception.MQClientException"
 NFE = "java.lang.NumberFormatException"
 AIOOBE = "java.lang.ArrayIndexOutOfBoundsException"
@@ -132,18 +134,7 @@ def key_hash(key_type: str, value) -> int:
     return key  # type: ignore[return-value]
 
 
-# --- Java's split and parseInt --------------------------------------------------------------------
-
-def java_split(text: str, separator: str) -> list[str]:
-    """``text.split(separator)`` for a one-character, non-regex separator: no match gives
-    ``[text]`` (also for ""); otherwise trailing empty strings are removed (a leading one stays)."""
-    parts = text.split(separator)
-    if len(parts) == 1:
-        return parts
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
+# --- Java's parseInt (split is jobs.replay.reference.java_split) ------------------------------------
 
 def _java_digit(unit: str) -> int:
     """``Character.digit(char, 10)``: the value of a decimal digit (Unicode Nd) in the BMP, else -1;

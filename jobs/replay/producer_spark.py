@@ -95,7 +95,7 @@ def java_string_hash(text: Column) -> Column:
         lambda acc, i: F.when(i <= units, F.pmod(
             acc * 31 + F.conv(hexed.substr((i - 1) * 4 + 1, F.lit(4)), 16, 10).cast("long"),
             F.lit(TWO_32))).otherwise(acc))
-    return to_int32(total)
+    return F.when(text.isNotNull(), to_int32(total))
 
 
 def java_long_hash(value: Column) -> Column:
