@@ -293,6 +293,20 @@ def select_queue(topic: str, route: TopicRoute, key_type: str, key_value, client
     return publish.queue_at(index)
 
 
+def broker_unreachable(route: TopicRoute, broker_name: str, version: tuple[int, int, int]) -> SendError | None:
+    """``sendKernelImpl``'s check after selecting: the client's broker address table (the route's
+    BrokerDatas put in order, so the last of a name wins) must give the broker's master, else
+    ``MQClientException("The broker[B] not exist")``. Only an ``orderTopicConf`` list can hold
+    such a broker (a master going down leaves its slaves in the route, facts §10)."""
+    ids = None
+    for bd in route.broker_datas:
+        if bd.broker_name == broker_name:
+            ids = bd.broker_ids
+    if ids and 0 in ids:
+        return None
+    return mq_client_exception(f"The broker[{broker_name}] not exist", version)
+
+
 # --- routes from JSON -----------------------------------------------------------------------------
 
 def _broker_id(key) -> int:
