@@ -1,0 +1,209 @@
+"""gold.producer_findings: where producers' queue choice breaks the even spread (DESIGN.md §5.2).
+
+Default sends go round robin over the publish list, so every queue of a topic gets the same
+share (rocketmq-facts.md §7). Found here, from the broker offsets in silver.queue_offsets only:
+- ``HOT_QUEUE``: over ≥ ``hot_min_minutes`` consecutive minutes one queue of a topic with ≥ 4
+  queues takes ≥ ``hot_queue_factor`` × the even share (1 / queues) of ≥ ``min_messages``
+  messages — typical of ``SelectMessageQueueByHash`` with skewed keys. ``WARN`` when a consuming
+  group's lag on that queue grows over the window while its lag on every other queue of the topic
+  does not (the owner cannot keep up with the hot queue), else ``INFO``.
+- ``QUEUE_COUNT_SKEW``: the brokers of a topic that received messages expose different queue
+  counts: round robin gives each queue the same share, so the brokers get uneven load. ``INFO``,
+  once per topic and day.
+``%RETRY%`` and ``%DLQ%`` topics get no producer finding. ``groups`` are the groups with offsets on
+the topic that day (the broker reports consume stats only for topics a group consumes, DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType
+
+from jobs.gold.episodes import minutes_between, with_episode_id
+from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
+
+FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
+                   "minutes", "share", "even_share", "groups", "evidence", "severity"]
+MIN_HOT_QUEUE_TOPIC_QUEUES = 4
+
+
+@dataclass(frozen=True)
+class ProducerRules:
+    """DESIGN.md §5.2 thresholds (conf ``[producer]``) and the snapshot gap that ends a window."""
+
+    min_messages: int = 1000
+    hot_queue_factor: float = 2.0
+    hot_min_minutes: int = 60
+    max_snapshot_gap_seconds: int = 300
+
+
+def is_producer_topic(topic: Column) -> Column:
+    """Retry and dead-letter topics are written by the broker on consumers' behalf, not by producers."""
+    return ~(topic.startswith("%RETRY%") | topic.startswith("%DLQ%"))
+
+
+def consuming_groups(queue_offsets_df: DataFrame) -> DataFrame:
+    """``cluster, topic, groups``: the sorted groups with offsets rows for the topic."""
+    return (queue_offsets_df.groupBy("cluster", "topic")
+            .agg(F.array_sort(F.collect_set("group")).alias("groups")))
+
+
+def _percent(value: Column) -> Column:
+    return F.format_string("%.1f%%", value * 100)
+
+
+def _hhmm(ts: Column) -> Column:
+    return F.date_format(ts, "HH:mm")
+
+
+# --- HOT_QUEUE ------------------------------------------------------------------------------------
+
+def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFrame:
+    """Add, per interval, the queue's and the topic's messages over the intervals ending in the
+    trailing ``window_minutes`` (``_q_sum``, ``_t_sum``), the start of the earliest of them
+    (``_span_start``), running totals (``_q_cum``, ``_t_cum``) and the topic's queue count (``_queues``)."""
+    width = window_minutes * 60_000
+    ts_ms = F.unix_millis(F.col("ts"))
+    queue = Window.partitionBy(*TOPIC_QUEUE).orderBy("_ts_ms")
+    topic = Window.partitionBy("cluster", "topic").orderBy("_ts_ms")
+    queue_order = Window.partitionBy("cluster", "topic").orderBy("broker_name", "queue_id")
+    return (intervals_df
+            .withColumn("_ts_ms", ts_ms)
+            .withColumn("_queue_rank", F.dense_rank().over(queue_order))
+            .withColumn("_queues", F.max("_queue_rank").over(Window.partitionBy("cluster", "topic")))
+            .withColumn("_q_sum", F.sum("messages_in").over(queue.rangeBetween(-(width - 1), 0)))
+            .withColumn("_span_start", F.min("prev_ts").over(queue.rangeBetween(-(width - 1), 0)))
+            .withColumn("_t_sum", F.sum("messages_in").over(topic.rangeBetween(-(width - 1), 0)))
+            .withColumn("_q_cum", F.sum("messages_in").over(queue.rangeBetween(Window.unboundedPreceding, 0)))
+            .withColumn("_t_cum", F.sum("messages_in").over(topic.rangeBetween(Window.unboundedPreceding, 0)))
+            .drop("_queue_rank"))
+
+
+def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """Windows of a queue whose trailing ``hot_min_minutes`` share stays ≥ factor × even share.
+
+    A snapshot is hot when the intervals ending in the trailing window span the whole window and
+    the queue's share of the topic's messages over them is ≥ ``hot_queue_factor / queues``.
+    Consecutive hot snapshots make one window, from the start of the first one's trailing window
+    to the last snapshot; it is kept when the topic received ≥ ``min_messages`` in it and the
+    queue's share over the whole window still passes. Returns ``date, cluster, topic,
+    broker_name, queue_id, first_seen, last_seen, minutes, share, even_share, queue_messages,
+    topic_messages``.
+    """
+    width_ms = rules.hot_min_minutes * 60_000
+    shared = with_trailing_share(intervals_df.where(is_producer_topic(F.col("topic"))), rules.hot_min_minutes)
+    threshold = F.lit(rules.hot_queue_factor) / F.col("_queues")
+    hot = ((F.col("_queues") >= MIN_HOT_QUEUE_TOPIC_QUEUES) & (F.col("_t_sum") > 0)
+           & (F.col("_ts_ms") - F.unix_millis(F.col("_span_start")) >= width_ms)
+           & (F.col("_q_sum") / F.col("_t_sum") >= threshold))
+    row = F.struct("ts", "_span_start", "_q_sum", "_t_sum", "_q_cum", "_t_cum")
+    windows = (with_episode_id(shared, TOPIC_QUEUE, hot, rules.max_snapshot_gap_seconds)
+               .where("_flag")
+               .groupBy(*TOPIC_QUEUE, "_episode")
+               .agg(F.max("date").alias("date"), F.max("_queues").alias("_queues"),
+                    F.min(row).alias("_first"), F.max(row).alias("_last")))
+    queue_messages = F.col("_last._q_cum") - F.col("_first._q_cum") + F.col("_first._q_sum")
+    topic_messages = F.col("_last._t_cum") - F.col("_first._t_cum") + F.col("_first._t_sum")
+    even_share = F.lit(1.0) / F.col("_queues")
+    return (windows
+            .select("date", *TOPIC_QUEUE,
+                    F.col("_first._span_start").alias("first_seen"), F.col("_last.ts").alias("last_seen"),
+                    minutes_between(F.col("_first._span_start"), F.col("_last.ts")).alias("minutes"),
+                    (queue_messages / topic_messages).cast("double").alias("share"),
+                    even_share.cast("double").alias("even_share"),
+                    queue_messages.cast("long").alias("queue_messages"),
+                    topic_messages.cast("long").alias("topic_messages"))
+            .where((F.col("topic_messages") >= rules.min_messages)
+                   & (F.col("share") >= F.col("even_share") * rules.hot_queue_factor)))
+
+
+def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
+    """Per hot window, ``lagging_groups``: the groups whose lag on the hot queue is higher at the
+    window's last snapshot than at its first while no other queue of the topic grew for them."""
+    offsets = queue_offsets_df.select(
+        "cluster", "topic", "group", F.col("broker_name").alias("_broker"), F.col("queue_id").alias("_queue"),
+        F.col("ts").alias("_ts"), "lag")
+    key = [*TOPIC_QUEUE, "first_seen"]
+    joined = windows_df.select(*key, "last_seen").join(offsets, ["cluster", "topic"], "inner").where(
+        F.col("_ts").between(F.col("first_seen"), F.col("last_seen")))
+    per_queue = (joined.groupBy(*key, "group", "_broker", "_queue")
+                 .agg(F.min(F.struct("_ts", "lag")).alias("_start"), F.max(F.struct("_ts", "lag")).alias("_end"))
+                 .withColumn("_growth", F.col("_end.lag") - F.col("_start.lag"))
+                 .withColumn("_is_hot", (F.col("_broker") == F.col("broker_name"))
+                             & (F.col("_queue") == F.col("queue_id"))))
+    per_group = (per_queue.groupBy(*key, "group")
+                 .agg(F.max(F.when(F.col("_is_hot"), F.col("_growth"))).alias("_hot_growth"),
+                      F.max(F.when(~F.col("_is_hot"), F.col("_growth"))).alias("_other_growth")))
+    lagging = (F.col("_hot_growth") > 0) & (F.coalesce(F.col("_other_growth"), F.lit(0)) <= 0)
+    return (per_group.where(lagging).groupBy(*key)
+            .agg(F.array_sort(F.collect_list("group")).alias("lagging_groups")))
+
+
+def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """HOT_QUEUE rows of gold.producer_findings (module docstring)."""
+    windows = hot_queue_windows(intervals_df, rules)
+    key = [*TOPIC_QUEUE, "first_seen"]
+    found = (windows
+             .join(lag_growth_groups(windows, queue_offsets_df), key, "left")
+             .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left"))
+    lagging = F.coalesce(F.col("lagging_groups"), F.array().cast(ArrayType(StringType())))
+    evidence = F.concat(
+        F.format_string("queue %s/%d of %s took %s of the topic's %d messages from %s to %s UTC (%.0f min), "
+                        "%.1fx the even share of %s: ", F.col("broker_name"), F.col("queue_id"), F.col("topic"),
+                        _percent(F.col("share")), F.col("topic_messages"), _hhmm(F.col("first_seen")),
+                        _hhmm(F.col("last_seen")), F.col("minutes"), F.col("share") / F.col("even_share"),
+                        _percent(F.col("even_share"))),
+        F.lit("the producers' keys (SelectMessageQueueByHash) put more messages here, not a slow consumer"),
+        F.when(F.size(lagging) > 0, F.concat(F.lit("; lag grew on this queue only for "),
+                                            F.array_join(lagging, ", "))).otherwise(F.lit("")))
+    return found.select(
+        "date", "cluster", "topic", "broker_name", F.col("queue_id").cast("int").alias("queue_id"),
+        F.lit("HOT_QUEUE").alias("finding"), "first_seen", "last_seen", "minutes", "share", "even_share",
+        F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
+        evidence.alias("evidence"),
+        F.when(F.size(lagging) > 0, F.lit("WARN")).otherwise(F.lit("INFO")).alias("severity"))
+
+
+# --- QUEUE_COUNT_SKEW -----------------------------------------------------------------------------
+
+def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
+    """QUEUE_COUNT_SKEW rows: topics that received messages and whose brokers show different
+    queue counts in the day's offsets. ``share`` is the busiest broker's share of the topic's
+    queues (what round robin sends it), ``even_share`` 1 / brokers."""
+    per_broker = (intervals_df.where(is_producer_topic(F.col("topic")))
+                  .groupBy("cluster", "topic", "broker_name")
+                  .agg(F.countDistinct("queue_id").alias("_queues"), F.sum("messages_in").alias("_messages"),
+                       F.min("prev_ts").alias("_first"), F.max("ts").alias("_last"), F.max("date").alias("date")))
+    per_topic = (per_broker.groupBy("cluster", "topic")
+                 .agg(F.max("date").alias("date"), F.min("_first").alias("first_seen"),
+                      F.max("_last").alias("last_seen"), F.sum("_messages").alias("_messages"),
+                      F.sum("_queues").alias("_total_queues"), F.min("_queues").alias("_min_queues"),
+                      F.max("_queues").alias("_max_queues"), F.count("*").alias("_brokers"),
+                      F.array_sort(F.collect_list(F.struct("broker_name", "_queues"))).alias("_counts"))
+                 .where((F.col("_min_queues") != F.col("_max_queues")) & (F.col("_messages") > 0)))
+    counts = F.array_join(F.transform(F.col("_counts"), lambda c: F.format_string(
+        "%s %d queues (%s of the messages)", c["broker_name"], c["_queues"],
+        _percent(c["_queues"] / F.col("_total_queues")))), ", ")
+    evidence = F.concat(
+        F.format_string("the brokers of %s expose different queue counts: ", F.col("topic")), counts,
+        F.lit(": round robin gives every queue the same share, so the brokers get uneven load"))
+    return (per_topic
+            .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
+            .select("date", "cluster", "topic", F.lit(None).cast("string").alias("broker_name"),
+                    F.lit(None).cast("int").alias("queue_id"), F.lit("QUEUE_COUNT_SKEW").alias("finding"),
+                    "first_seen", "last_seen", minutes_between(F.col("first_seen"), F.col("last_seen")).alias("minutes"),
+                    (F.col("_max_queues") / F.col("_total_queues")).cast("double").alias("share"),
+                    (F.lit(1.0) / F.col("_brokers")).cast("double").alias("even_share"),
+                    F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
+                    evidence.alias("evidence"), F.lit("INFO").alias("severity")))
+
+
+def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """gold.producer_findings from silver.queue_offsets (module docstring)."""
+    intervals = queue_intervals(queue_offsets_df)
+    return (build_hot_queues(intervals, queue_offsets_df, rules)
+            .unionByName(build_queue_count_skew(intervals, queue_offsets_df))
+            .select(*FINDING_COLUMNS))
