@@ -96,9 +96,11 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
     width_ms = rules.hot_min_minutes * 60_000
     shared = with_trailing_share(intervals_df.where(is_producer_topic(F.col("topic"))), rules.hot_min_minutes)
     threshold = F.lit(rules.hot_queue_factor) / F.col("_queues")
-    hot = ((F.col("_queues") >= MIN_HOT_QUEUE_TOPIC_QUEUES) & (F.col("_t_sum") > 0)
+    # no division where the topic got nothing: Sail evaluates both sides of "&" (ANSI: x / 0 fails)
+    trailing_share = F.when(F.col("_t_sum") > 0, F.col("_q_sum") / F.col("_t_sum"))
+    hot = ((F.col("_queues") >= MIN_HOT_QUEUE_TOPIC_QUEUES)
            & (F.col("_ts_ms") - F.unix_millis(F.col("_span_start")) >= width_ms)
-           & (F.col("_q_sum") / F.col("_t_sum") >= threshold))
+           & F.coalesce(trailing_share >= threshold, F.lit(False)))
     row = F.struct("ts", "_span_start", "_q_sum", "_t_sum", "_q_cum", "_t_cum")
     windows = (with_episode_id(shared, TOPIC_QUEUE, hot, rules.max_snapshot_gap_seconds)
                .where("_flag")
@@ -112,7 +114,7 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
             .select("date", *TOPIC_QUEUE,
                     F.col("_first._span_start").alias("first_seen"), F.col("_last.ts").alias("last_seen"),
                     minutes_between(F.col("_first._span_start"), F.col("_last.ts")).alias("minutes"),
-                    (queue_messages / topic_messages).cast("double").alias("share"),
+                    F.when(topic_messages > 0, queue_messages / topic_messages).cast("double").alias("share"),
                     even_share.cast("double").alias("even_share"),
                     queue_messages.cast("long").alias("queue_messages"),
                     topic_messages.cast("long").alias("topic_messages"))
