@@ -7,6 +7,13 @@ share (rocketmq-facts.md §7). Found here, from the broker offsets in silver.que
   messages — typical of ``SelectMessageQueueByHash`` with skewed keys. ``WARN`` when a consuming
   group's lag on that queue grows over the window while its lag on every other queue of the topic
   does not (the owner cannot keep up with the hot queue), else ``INFO``.
+- ``BROKER_STARVED``: every queue of one broker of a topic gets nothing for ≥
+  ``starved_min_minutes`` while each other broker of the topic keeps receiving (≥ half its median
+  per-minute rate of the day, a median of ≥ 1 message a minute), and the starved broker received
+  messages earlier that day: producers avoid it (latency fault tolerance after failed or slow
+  sends, rocketmq-facts.md §7) or its write permission is off. ``INFO``; ``WARN`` from
+  ``starved_warn_minutes``. Windows of the broker's master being down (§5.3) are not starvation:
+  they are left out when the caller passes them.
 - ``QUEUE_COUNT_SKEW``: the brokers of a topic that received messages expose different queue
   counts: round robin gives each queue the same share, so the brokers get uneven load. ``INFO``,
   once per topic and day.
@@ -37,6 +44,8 @@ class ProducerRules:
     min_messages: int = 1000
     hot_queue_factor: float = 2.0
     hot_min_minutes: int = 60
+    starved_min_minutes: int = 3
+    starved_warn_minutes: int = 10
     max_snapshot_gap_seconds: int = 300
 
 
@@ -169,6 +178,87 @@ def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules
         F.when(F.size(lagging) > 0, F.lit("WARN")).otherwise(F.lit("INFO")).alias("severity"))
 
 
+# --- BROKER_STARVED --------------------------------------------------------------------------------
+
+def broker_minutes(intervals_df: DataFrame) -> DataFrame:
+    """Per topic, broker and snapshot minute: ``messages`` (all its queues), the interval
+    (``prev_ts`` → ``ts``) and ``rate`` (messages a minute over it)."""
+    per_minute = (intervals_df.where(is_producer_topic(F.col("topic")))
+                  .groupBy("cluster", "topic", "broker_name", F.date_trunc("minute", "ts").alias("minute"))
+                  .agg(F.sum("messages_in").alias("messages"), F.min("prev_ts").alias("prev_ts"),
+                       F.max("ts").alias("ts"), F.max("date").alias("date"),
+                       F.countDistinct("queue_id").alias("queues")))
+    minutes = minutes_between(F.col("prev_ts"), F.col("ts"))
+    return per_minute.withColumn("rate", F.when(minutes > 0, F.col("messages") / minutes))
+
+
+def with_median_rate(minutes_df: DataFrame) -> DataFrame:
+    """Add ``median_rate``: the exact median of the broker's per-minute rates of the day (by rank,
+    the same on every engine, unlike percentile_approx)."""
+    broker = ["cluster", "topic", "broker_name"]
+    ranked = (minutes_df
+              .withColumn("_rank", F.row_number().over(Window.partitionBy(*broker).orderBy("rate", "ts")))
+              .withColumn("_n", F.count("*").over(Window.partitionBy(*broker))))
+    middle = (F.col("_rank") == F.floor((F.col("_n") + 1) / 2)) | (F.col("_rank") == F.ceil((F.col("_n") + 1) / 2))
+    median = ranked.where(middle).groupBy(*broker).agg(F.avg("rate").alias("median_rate"))
+    return minutes_df.join(median, broker, "left")
+
+
+def starved_broker_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """Windows in which one broker of a topic gets nothing while every other one keeps its pace."""
+    broker = ["cluster", "topic", "broker_name"]
+    rated = with_median_rate(broker_minutes(intervals_df.where(F.col("prev_ts").isNotNull())))
+    keeps_pace = (F.col("median_rate") >= 1) & (F.col("rate") >= F.col("median_rate") / 2)
+    same_minute = Window.partitionBy("cluster", "topic", "minute")
+    earlier = Window.partitionBy(*broker).orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
+    flagged = (rated
+               .withColumn("_brokers", F.count("*").over(same_minute))
+               .withColumn("_keeping_pace", F.sum(F.when(keeps_pace, 1).otherwise(0)).over(same_minute))
+               .withColumn("_received_before", F.coalesce(F.sum("messages").over(earlier), F.lit(0)))
+               .withColumn("_topic_queues", F.sum("queues").over(same_minute)))
+    starved = ((F.col("messages") == 0) & (F.col("_brokers") >= 2)
+               & (F.col("_keeping_pace") == F.col("_brokers") - 1) & (F.col("_received_before") > 0))
+    episodes = (with_episode_id(flagged, broker, starved, rules.max_snapshot_gap_seconds)
+                .where("_flag")
+                .groupBy(*broker, "_episode")
+                .agg(F.max("date").alias("date"), F.min("prev_ts").alias("first_seen"), F.max("ts").alias("last_seen"),
+                     F.max("_received_before").alias("received_before"),
+                     F.max(F.col("queues") / F.col("_topic_queues")).alias("even_share")))
+    return (episodes
+            .withColumn("minutes", minutes_between(F.col("first_seen"), F.col("last_seen")))
+            .where(F.col("minutes") >= rules.starved_min_minutes)
+            .drop("_episode"))
+
+
+def build_starved_brokers(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
+                          master_down_df: DataFrame | None = None) -> DataFrame:
+    """BROKER_STARVED rows (module docstring). ``master_down_df`` (``cluster, broker_name,
+    down_from, down_to``), when given, removes the windows that overlap the broker's master-down
+    window: that is BROKER_MASTER_DOWN (DESIGN.md §5.3), not producers avoiding the broker."""
+    windows = starved_broker_windows(intervals_df, rules)
+    if master_down_df is not None:
+        down = master_down_df.select("cluster", "broker_name", "down_from", "down_to")
+        overlap = ((windows["cluster"] == down["cluster"]) & (windows["broker_name"] == down["broker_name"])
+                   & (windows["first_seen"] <= down["down_to"]) & (windows["last_seen"] >= down["down_from"]))
+        windows = windows.join(down, overlap, "left_anti")
+    evidence = F.concat(
+        F.format_string("%s got no message of %s from %s to %s UTC (%.0f min) while the topic's other brokers "
+                        "kept their usual rate, after %d messages earlier today: ",
+                        F.col("broker_name"), F.col("topic"), _hhmm(F.col("first_seen")), _hhmm(F.col("last_seen")),
+                        F.col("minutes"), F.col("received_before")),
+        F.lit("producers avoid it (latency fault tolerance shuns a broker after failed or slow sends: up to "
+              "10 min on 4.9.x, 30 s on 5.1.4+; or it answers busy) or its write permission is off"))
+    return (windows
+            .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
+            .select("date", "cluster", "topic", "broker_name", F.lit(None).cast("int").alias("queue_id"),
+                    F.lit("BROKER_STARVED").alias("finding"), "first_seen", "last_seen", "minutes",
+                    F.lit(0.0).alias("share"), F.col("even_share").cast("double").alias("even_share"),
+                    F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
+                    evidence.alias("evidence"),
+                    F.when(F.col("minutes") >= rules.starved_warn_minutes, F.lit("WARN"))
+                    .otherwise(F.lit("INFO")).alias("severity")))
+
+
 # --- QUEUE_COUNT_SKEW -----------------------------------------------------------------------------
 
 def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
@@ -203,9 +293,12 @@ def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame)
                     evidence.alias("evidence"), F.lit("INFO").alias("severity")))
 
 
-def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules) -> DataFrame:
-    """gold.producer_findings from silver.queue_offsets (module docstring)."""
+def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
+                            master_down_df: DataFrame | None = None) -> DataFrame:
+    """gold.producer_findings from silver.queue_offsets (module docstring); ``master_down_df``:
+    see :func:`build_starved_brokers`."""
     intervals = queue_intervals(queue_offsets_df)
     return (build_hot_queues(intervals, queue_offsets_df, rules)
+            .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
             .unionByName(build_queue_count_skew(intervals, queue_offsets_df))
             .select(*FINDING_COLUMNS))

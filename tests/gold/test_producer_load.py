@@ -159,3 +159,58 @@ MUST_NOT_SKEW = [
 
 def test_queue_count_skew_does_not_fire_on_equal_idle_or_retry_topics(spark):
     assert findings(spark, *[rows for _, rows in MUST_NOT_SKEW]) == []
+
+
+# --- BROKER_STARVED --------------------------------------------------------------------------------
+
+def gap_rates(gap_start, gap_end, rate=10):
+    """broker-b's queues get nothing for the intervals ending after ``gap_start`` up to ``gap_end``."""
+    def broker_b(minute):
+        return 0 if gap_start < minute <= gap_end else rate
+    return {mq: broker_b if mq[0] == "broker-b" else rate for mq in EIGHT_QUEUES}
+
+
+def test_broker_starved_fires_when_one_broker_gets_nothing_while_the_others_keep_their_pace(spark):
+    [row] = findings(spark, offsets_rows("PAY", gap_rates(20, 32), 60))
+    assert (row["finding"], row["broker_name"], row["queue_id"], row["severity"]) == (
+        "BROKER_STARVED", "broker-b", None, "WARN")
+    assert (row["first_seen"], row["last_seen"], row["minutes"]) == (
+        START + dt.timedelta(minutes=20), START + dt.timedelta(minutes=32), 12.0)
+    assert (row["share"], row["even_share"], row["groups"]) == (0.0, 0.5, ["g1"])
+    assert row["evidence"].startswith("broker-b got no message of PAY from 10:20 to 10:32 UTC (12 min) while "
+                                      "the topic's other brokers kept their usual rate, after 800 messages")
+
+
+def test_broker_starved_is_info_below_starved_warn_minutes(spark):
+    [row] = findings(spark, offsets_rows("PAY", gap_rates(20, 25), 60))
+    assert (row["finding"], row["minutes"], row["severity"]) == ("BROKER_STARVED", 5.0, "INFO")
+
+
+def test_broker_starved_leaves_out_a_master_down_window(spark):
+    df = offsets_df(spark, offsets_rows("PAY", gap_rates(20, 32), 60))
+    down = spark.createDataFrame([("c1", "broker-b", START + dt.timedelta(minutes=19),
+                                   START + dt.timedelta(minutes=33))],
+                                 "cluster string, broker_name string, down_from timestamp, down_to timestamp")
+    assert build_producer_findings(df, ProducerRules(), master_down_df=down).collect() == []
+
+
+def lull_rates(minute):
+    return 0 if 20 < minute <= 35 else 10
+
+
+MUST_NOT_STARVE = [
+    ("no traffic at all", offsets_rows("IDLE", {mq: 0 for mq in EIGHT_QUEUES}, 60)),
+    ("every broker quiet at once", offsets_rows("LULL", {mq: lull_rates for mq in EIGHT_QUEUES}, 60)),
+    ("2 minutes without messages", offsets_rows("BLIP", gap_rates(20, 22), 60)),
+    ("never received today", offsets_rows("READONLY", gap_rates(-1, 60), 60)),
+    # 1 message every 8 minutes per queue: half a message a minute per broker, nothing to keep pace with
+    ("sparse traffic", offsets_rows("SPARSE", {mq: (lambda q: lambda m: 1 if m % 8 == 2 * q else 0)(mq[1])
+                                               for mq in EIGHT_QUEUES}, 120)),
+    ("retry topic", offsets_rows("%RETRY%g1", gap_rates(20, 32), 60)),
+]
+
+
+def test_broker_starved_does_not_fire_on_idle_quiet_short_never_used_sparse_or_retry_topics(spark):
+    starved = [(r["topic"], r["broker_name"]) for r in findings(spark, *[rows for _, rows in MUST_NOT_STARVE])
+               if r["finding"] == "BROKER_STARVED"]
+    assert starved == []
