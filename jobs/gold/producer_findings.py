@@ -49,6 +49,13 @@ class ProducerRules:
     max_snapshot_gap_seconds: int = 300
 
 
+def producer_rules(settings) -> ProducerRules:
+    """The rules from ``settings.producer`` (conf ``[producer]``) and ``detection.max_snapshot_gap_seconds``."""
+    p = settings.producer
+    return ProducerRules(p.min_messages, p.hot_queue_factor, p.hot_min_minutes, p.starved_min_minutes,
+                         p.starved_warn_minutes, settings.detection.max_snapshot_gap_seconds)
+
+
 def is_producer_topic(topic: Column) -> Column:
     """Retry and dead-letter topics are written by the broker on consumers' behalf, not by producers."""
     return ~(topic.startswith("%RETRY%") | topic.startswith("%DLQ%"))
@@ -167,7 +174,8 @@ def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules
                         _percent(F.col("share")), F.col("topic_messages"), _hhmm(F.col("first_seen")),
                         _hhmm(F.col("last_seen")), F.col("minutes"), F.col("share") / F.col("even_share"),
                         _percent(F.col("even_share"))),
-        F.lit("the producers' keys (SelectMessageQueueByHash) put more messages here, not a slow consumer"),
+        F.lit("typical of SelectMessageQueueByHash with skewed keys: the key distribution, not the consumer, "
+              "is the cause"),
         F.when(F.size(lagging) > 0, F.concat(F.lit("; lag grew on this queue only for "),
                                             F.array_join(lagging, ", "))).otherwise(F.lit("")))
     return found.select(

@@ -214,3 +214,13 @@ def test_broker_starved_does_not_fire_on_idle_quiet_short_never_used_sparse_or_r
     starved = [(r["topic"], r["broker_name"]) for r in findings(spark, *[rows for _, rows in MUST_NOT_STARVE])
                if r["finding"] == "BROKER_STARVED"]
     assert starved == []
+
+
+def test_thresholds_come_from_the_producer_section_of_the_settings(spark, tmp_path):
+    from jobs.gold.producer_findings import producer_rules
+    from jobs.settings import load_settings
+
+    conf = tmp_path / "producer.toml"
+    conf.write_text("[producer]\nhot_min_minutes = 30\n")
+    burst = offsets_rows("BURST", hot_rates(hot_rate=lambda m: 30 if m <= 30 else 10), 180)
+    assert [r["finding"] for r in findings(spark, burst, rules=producer_rules(load_settings(conf)))] == ["HOT_QUEUE"]
