@@ -80,11 +80,16 @@ def _hhmm(ts: Column) -> Column:
 def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFrame:
     """Add, per interval, the queue's and the topic's messages over the intervals ending in the
     trailing ``window_minutes`` (``_q_sum``, ``_t_sum``), the start of the earliest of them
-    (``_span_start``), running totals (``_q_cum``, ``_t_cum``) and the topic's queue count (``_queues``)."""
+    (``_span_start``), running totals (``_q_cum``, ``_t_cum``), the topic's queue count of the day
+    (``_queues``) and, at the snapshot minute, the queues of its brokers that received anything in
+    the trailing window (``_active_queues``): a broker that gets nothing (shunned, write permission
+    off, master down) is out of the publish list, so the others' even share is larger.
+    Assumes a topic's queues are snapshotted within the same minute, as one collector pass does."""
     width = window_minutes * 60_000
     ts_ms = F.unix_millis(F.col("ts"))
     queue = Window.partitionBy(*TOPIC_QUEUE).orderBy("_ts_ms")
     topic = Window.partitionBy("cluster", "topic").orderBy("_ts_ms")
+    broker = Window.partitionBy("cluster", "topic", "broker_name").orderBy("_ts_ms")
     queue_order = Window.partitionBy("cluster", "topic").orderBy("broker_name", "queue_id")
     return (intervals_df
             .withColumn("_ts_ms", ts_ms)
@@ -95,14 +100,18 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFra
             .withColumn("_t_sum", F.sum("messages_in").over(topic.rangeBetween(-(width - 1), 0)))
             .withColumn("_q_cum", F.sum("messages_in").over(queue.rangeBetween(Window.unboundedPreceding, 0)))
             .withColumn("_t_cum", F.sum("messages_in").over(topic.rangeBetween(Window.unboundedPreceding, 0)))
-            .drop("_queue_rank"))
+            .withColumn("_b_sum", F.sum("messages_in").over(broker.rangeBetween(-(width - 1), 0)))
+            .withColumn("_active_queues", F.sum(F.when(F.col("_b_sum") > 0, 1).otherwise(0)).over(
+                Window.partitionBy("cluster", "topic", F.date_trunc("minute", "ts"))))
+            .drop("_queue_rank", "_b_sum"))
 
 
 def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
     """Windows of a queue whose trailing ``hot_min_minutes`` share stays ≥ factor × even share.
 
     A snapshot is hot when the intervals ending in the trailing window span the whole window and
-    the queue's share of the topic's messages over them is ≥ ``hot_queue_factor / queues``.
+    the queue's share of the topic's messages over them is ≥ ``hot_queue_factor / active queues``
+    (≥ 4 of them; see :func:`with_trailing_share`).
     Consecutive hot snapshots make one window, from the start of the first one's trailing window
     to the last snapshot; it is kept when the topic received ≥ ``min_messages`` in it and the
     queue's share over the whole window still passes. Returns ``date, cluster, topic,
@@ -111,21 +120,21 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
     """
     width_ms = rules.hot_min_minutes * 60_000
     shared = with_trailing_share(intervals_df.where(is_producer_topic(F.col("topic"))), rules.hot_min_minutes)
-    threshold = F.lit(rules.hot_queue_factor) / F.col("_queues")
+    threshold = F.when(F.col("_active_queues") > 0, F.lit(rules.hot_queue_factor) / F.col("_active_queues"))
     # no division where the topic got nothing: Sail evaluates both sides of "&" (ANSI: x / 0 fails)
     trailing_share = F.when(F.col("_t_sum") > 0, F.col("_q_sum") / F.col("_t_sum"))
-    hot = ((F.col("_queues") >= MIN_HOT_QUEUE_TOPIC_QUEUES)
+    hot = ((F.col("_active_queues") >= MIN_HOT_QUEUE_TOPIC_QUEUES)
            & (F.col("_ts_ms") - F.unix_millis(F.col("_span_start")) >= width_ms)
            & F.coalesce(trailing_share >= threshold, F.lit(False)))
     row = F.struct("ts", "_span_start", "_q_sum", "_t_sum", "_q_cum", "_t_cum")
     windows = (with_episode_id(shared, TOPIC_QUEUE, hot, rules.max_snapshot_gap_seconds)
                .where("_flag")
                .groupBy(*TOPIC_QUEUE, "_episode")
-               .agg(F.max("date").alias("date"), F.max("_queues").alias("_queues"),
+               .agg(F.max("date").alias("date"), F.min("_active_queues").alias("_queues"),
                     F.min(row).alias("_first"), F.max(row).alias("_last")))
     queue_messages = F.col("_last._q_cum") - F.col("_first._q_cum") + F.col("_first._q_sum")
     topic_messages = F.col("_last._t_cum") - F.col("_first._t_cum") + F.col("_first._t_sum")
-    even_share = F.lit(1.0) / F.col("_queues")
+    even_share = F.lit(1.0) / F.col("_queues")  # the largest even share of the window: the strictest test
     return (windows
             .select("date", *TOPIC_QUEUE,
                     F.col("_first._span_start").alias("first_seen"), F.col("_last.ts").alias("last_seen"),

@@ -53,6 +53,13 @@ def hot_rates(hot=("broker-a", 3), hot_rate=30, other_rate=10, queues=EIGHT_QUEU
     return {mq: hot_rate if mq == hot else other_rate for mq in queues}
 
 
+def gap_rates(gap_start, gap_end, rate=10):
+    """broker-b's queues get nothing for the intervals ending after ``gap_start`` up to ``gap_end``."""
+    def broker_b(minute):
+        return 0 if gap_start < minute <= gap_end else rate
+    return {mq: broker_b if mq[0] == "broker-b" else rate for mq in EIGHT_QUEUES}
+
+
 def findings(spark, *row_lists, rules=ProducerRules()):
     return [r.asDict() for r in build_producer_findings(offsets_df(spark, *row_lists), rules)
             .orderBy("topic", "finding").collect()]
@@ -127,6 +134,9 @@ MUST_NOT_BE_HOT = [
     ("hot for 30 minutes only", offsets_rows("BURST", hot_rates(hot_rate=lambda m: 30 if m <= 30 else 10), 180)),
     # 30% of 10 messages a minute for 90 minutes: 900 messages < min_messages 1000
     ("under min_messages", offsets_rows("QUIET", hot_rates(hot_rate=3, other_rate=1), 90)),
+    # broker-b gets nothing for two hours: broker-a's 4 queues take 25% each, their even share
+    # among the queues still written to (that is BROKER_STARVED, not a hot queue)
+    ("other broker starved", offsets_rows("SHUNNED", gap_rates(10, 150), 180)),
 ]
 
 
@@ -162,13 +172,6 @@ def test_queue_count_skew_does_not_fire_on_equal_idle_or_retry_topics(spark):
 
 
 # --- BROKER_STARVED --------------------------------------------------------------------------------
-
-def gap_rates(gap_start, gap_end, rate=10):
-    """broker-b's queues get nothing for the intervals ending after ``gap_start`` up to ``gap_end``."""
-    def broker_b(minute):
-        return 0 if gap_start < minute <= gap_end else rate
-    return {mq: broker_b if mq[0] == "broker-b" else rate for mq in EIGHT_QUEUES}
-
 
 def test_broker_starved_fires_when_one_broker_gets_nothing_while_the_others_keep_their_pace(spark):
     [row] = findings(spark, offsets_rows("PAY", gap_rates(20, 32), 60))
