@@ -156,6 +156,8 @@ def which_queue_command(route_path: Path, key: str, key_type: str, client_versio
     masters of --down brokers are down."""
     from jobs.cli import UsageProblem
 
+    if not route_path.is_file():
+        raise UsageProblem(f"--route {route_path}: no such file")
     try:
         route, file_topic = load_route_file(route_path)
     except RouteFileError as exc:
