@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from jobs.replay.producer_reference import SendError, TopicRoute, parse_key, route_from_json, select_queue
+from jobs.replay.producer_reference import (
+    SendError,
+    TopicRoute,
+    parse_client_version,
+    parse_key,
+    route_from_json,
+    select_queue,
+)
 
 
 @dataclass(frozen=True)
@@ -36,10 +43,11 @@ def parse_producer_case(record: dict) -> ProducerCase:
     """A ProducerCase from one JSON object; ValueError/KeyError/TypeError when it is not one."""
     key = record["key"]
     key_type, value = key["type"], key["value"]
-    parse_key(key_type, value)  # the key must be a value of its Java class
+    key_value = parse_key(key_type, value)  # the key must be a value of its Java class
+    parse_client_version(record.get("client_version"))
     return ProducerCase(case_id=record["case_id"], selector=record["selector"],
                         client_version=record.get("client_version"), topic=record["topic"],
-                        key_type=key_type, key_value=str(value), route=route_from_json(record["route"]),
+                        key_type=key_type, key_value=str(key_value), route=route_from_json(record["route"]),
                         raw=record)
 
 

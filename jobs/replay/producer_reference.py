@@ -48,7 +48,7 @@ OLD_FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 NEW_FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 FAQ_TIP_BEGIN = "\nSee "            # a message that already has a tip gets no URL line
 
-_VERSION = re.compile(r"^[Vv]?(\d+)[._](\d+)[._](\d+)")
+_VERSION = re.compile(r"^[Vv]?([0-9]+)[._]([0-9]+)[._]([0-9]+)")
 
 
 class SendError(Exception):

@@ -71,9 +71,10 @@ def _version_number(version: tuple[int, int, int]) -> int:
 
 
 def client_version_number(client_version: Column) -> Column:
-    """``V4_7_1`` / ``4.7.1`` as 4007001, so versions compare as numbers; null = the default."""
-    text = F.coalesce(client_version, F.lit(DEFAULT_CLIENT_VERSION))
+    """``V4_7_1`` / ``4.7.1`` as 4007001, so versions compare as numbers; null or unreadable = the
+    default (callers validate versions first, :func:`jobs.replay.producer_reference.parse_client_version`)."""
     pattern = r"^[Vv]?([0-9]+)[._]([0-9]+)[._]([0-9]+)"
+    text = F.when(client_version.rlike(pattern), client_version).otherwise(F.lit(DEFAULT_CLIENT_VERSION))
     part = [F.regexp_extract(text, pattern, n).cast("long") for n in (1, 2, 3)]
     return part[0] * 1_000_000 + part[1] * 1_000 + part[2]
 

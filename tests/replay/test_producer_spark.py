@@ -52,7 +52,7 @@ def test_split_column_drops_trailing_empty_strings_only(spark):
 
 
 def test_client_version_number_reads_both_spellings(spark):
-    df = spark.createDataFrame([("V4_7_1", 4007001), ("5.3.3", 5003003), (None, 4009007)],
+    df = spark.createDataFrame([("V4_7_1", 4007001), ("5.3.3", 5003003), (None, 4009007), ("latest", 4009007)],
                                "v string, expected long")
     assert_column_equality(df.withColumn("n", client_version_number(F.col("v"))), "n", "expected")
 
