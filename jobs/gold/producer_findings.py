@@ -303,7 +303,8 @@ def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame)
             .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
             .select("date", "cluster", "topic", F.lit(None).cast("string").alias("broker_name"),
                     F.lit(None).cast("int").alias("queue_id"), F.lit("QUEUE_COUNT_SKEW").alias("finding"),
-                    "first_seen", "last_seen", minutes_between(F.col("first_seen"), F.col("last_seen")).alias("minutes"),
+                    "first_seen", "last_seen",
+                    minutes_between(F.col("first_seen"), F.col("last_seen")).alias("minutes"),
                     (F.col("_max_queues") / F.col("_total_queues")).cast("double").alias("share"),
                     (F.lit(1.0) / F.col("_brokers")).cast("double").alias("even_share"),
                     F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),

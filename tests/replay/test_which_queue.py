@@ -141,7 +141,8 @@ def test_a_malformed_route_file_is_one_line_and_exit_2(tmp_path, content, reason
 
 def test_a_missing_route_file_is_a_usage_error(tmp_path):
     completed = which_queue("--route", str(tmp_path / "nope.json"), "--key", "k")
-    assert (completed.returncode, completed.stderr.strip()) == (2, f"rocketlens: --route {tmp_path / 'nope.json'}: no such file")
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == f"rocketlens: --route {tmp_path / 'nope.json'}: no such file"
 
 
 def test_a_broker_not_in_the_route_is_a_usage_error(route_file):
