@@ -59,6 +59,10 @@ def load_route_file(path: Path) -> tuple[TopicRoute, str | None]:
         raise RouteFileError("no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RouteFileError(f"cannot read it ({exc})") from None
+    # mqadmin run with 2>&1 may print logger warnings before the JSON: start at the first line that opens it
+    opening = re.search(r"^\s*\{", text, re.MULTILINE)
+    if opening is not None:
+        text = text[opening.start():]
     try:
         record = json.loads(quote_bare_keys(text))
     except json.JSONDecodeError as exc:

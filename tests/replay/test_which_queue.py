@@ -114,6 +114,15 @@ def test_order_topic_conf_key_on_an_up_broker_stays(ordered_route_file):
     assert (out["down"]["broker_name"], out["down"]["queue_id"], out["down"]["error"]) == ("broker-a", 1, None)
 
 
+def test_logger_lines_before_the_json_are_skipped(tmp_path):
+    path = tmp_path / "route.txt"
+    path.write_text("RocketMQLog:WARN No appenders could be found for logger "
+                    "(io.netty.util.internal.PlatformDependent0).\n"
+                    "RocketMQLog:WARN Please initialize the logger system properly.\n" + TWO_BROKERS % "")
+    out = _json(which_queue("--route", str(path), "--key", "6", "--key-type", "Integer", "--format", "json"))
+    assert (out["broker_name"], out["queue_id"]) == ("broker-b", 2)
+
+
 def test_a_vectors_case_record_is_a_route_file_too(tmp_path, producer_vector_records):
     record = next(r for r in producer_vector_records if r["case_id"] == "ph-str-order-004")
     path = tmp_path / "case.json"
