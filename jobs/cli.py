@@ -376,11 +376,13 @@ def _demo_findings(lake: Path) -> str:
 
 def _register_commands() -> None:
     from jobs.replay.cli import replay_command
+    from jobs.replay.which_queue import which_queue_command
     from jobs.report.cli import report_command
     from jobs.simulate.cli import simulate_command
 
     main.add_command(simulate_command)
     main.add_command(replay_command)
+    main.add_command(which_queue_command)
     main.add_command(report_command)
 
 

@@ -78,6 +78,16 @@ class SeveritySettings(_Section):
     rebalance_warn_count: int = Field(10, ge=1)
 
 
+class ProducerSettings(_Section):
+    """DESIGN.md §5.2: gold.producer_findings thresholds."""
+
+    min_messages: int = Field(1000, ge=0)
+    hot_queue_factor: float = Field(2.0, gt=1)
+    hot_min_minutes: int = Field(60, ge=1)
+    starved_min_minutes: int = Field(3, ge=1)
+    starved_warn_minutes: int = Field(10, ge=1)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -91,6 +101,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = IngestSettings()
     detection: DetectionSettings = DetectionSettings()
     severity: SeveritySettings = SeveritySettings()
+    producer: ProducerSettings = ProducerSettings()
 
 
 

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.replay.replay_vectors import VECTOR_RECORDS, VECTORS_FILE
+from tests.replay.replay_vectors import (
+    PRODUCER_VECTOR_RECORDS,
+    PRODUCER_VECTORS_FILE,
+    VECTOR_RECORDS,
+    VECTORS_FILE,
+)
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +23,14 @@ def vector_records() -> list[dict]:
 @pytest.fixture(scope="session")
 def vectors_file(vector_records) -> Path:
     return VECTORS_FILE
+
+
+@pytest.fixture(scope="session")
+def producer_vector_records() -> list[dict]:
+    assert len(PRODUCER_VECTOR_RECORDS) == 267, f"expected the 267 public producer vectors in {PRODUCER_VECTORS_FILE}"
+    return PRODUCER_VECTOR_RECORDS
+
+
+@pytest.fixture(scope="session")
+def producer_vectors_file(producer_vector_records) -> Path:
+    return PRODUCER_VECTORS_FILE

@@ -15,15 +15,28 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VECTORS_DIR = Path(os.environ.get("ROCKETLENS_VECTORS", REPO_ROOT / "tests" / "data" / "vectors"))
 VECTORS_FILE = VECTORS_DIR / "allocation_vectors_public.jsonl"
+PRODUCER_VECTORS_FILE = VECTORS_DIR / "producer_hash_vectors_public.jsonl"
 NPE = "java.lang.NullPointerException"
 
 
-def load_vector_records() -> list[dict]:
-    with open(VECTORS_FILE, encoding="utf-8") as handle:
+def load_vector_records(path: Path = VECTORS_FILE) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
 VECTOR_RECORDS = load_vector_records()
+PRODUCER_VECTOR_RECORDS = load_vector_records(PRODUCER_VECTORS_FILE)
+
+
+def producer_mismatches(expected_record: dict, produced: dict) -> list[str]:
+    """Differences between a producer case's Java answer and a replay's output line.
+
+    The whole ``getMessage()`` is compared, FAQ line included (the replay models it per client
+    version), and the cause where Java has one; JDK texts are those of JDK 17, which made the vectors.
+    """
+    want = {"case_id": expected_record["case_id"], **expected_record["expected"]}
+    return [f"{want['case_id']}: {name} {produced.get(name)!r} != Java {want[name]!r}"
+            for name in ("case_id", "broker_name", "queue_id", "error") if produced.get(name) != want[name]]
 
 
 def mismatches(expected_record: dict, produced: dict) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.replay.replay_vectors import REPO_ROOT, mismatches
+from tests.replay.replay_vectors import REPO_ROOT, mismatches, producer_mismatches
 
 
 def run_replay(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -50,3 +50,42 @@ def test_cli_missing_cases_file_is_a_usage_error():
     completed = run_replay("--cases", "does-not-exist.jsonl", "--engine", "python")
     assert completed.returncode == 2
     assert completed.stderr.strip() == "rocketlens: --cases does-not-exist.jsonl: no such file"
+
+
+def assert_reproduces_producer_vectors(completed: subprocess.CompletedProcess, records: list[dict]) -> None:
+    assert completed.returncode == 0, completed.stderr
+    outputs = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert [o["case_id"] for o in outputs] == [r["case_id"] for r in records]
+    assert [p for record, output in zip(records, outputs) for p in producer_mismatches(record, output)] == []
+
+
+def test_cli_python_engine_reproduces_every_java_producer_vector(producer_vectors_file, producer_vector_records):
+    assert_reproduces_producer_vectors(run_replay("--cases", str(producer_vectors_file), "--engine", "python"),
+                                       producer_vector_records)
+
+
+@pytest.mark.sail_only
+def test_cli_sail_engine_reproduces_every_java_producer_vector(producer_vectors_file, producer_vector_records):
+    assert_reproduces_producer_vectors(run_replay("--cases", str(producer_vectors_file), "--engine", "sail"),
+                                       producer_vector_records)
+
+
+@pytest.mark.sail_only
+def test_cli_answers_a_mixed_file_in_file_order(tmp_path, vector_records, producer_vector_records):
+    records = [producer_vector_records[0], vector_records[0], producer_vector_records[1], vector_records[1]]
+    cases = tmp_path / "mixed.jsonl"
+    cases.write_text("".join(json.dumps(r) + "\n" for r in records))
+    completed = run_replay("--cases", str(cases), "--engine", "sail")
+    assert completed.returncode == 0, completed.stderr
+    outputs = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert [o["case_id"] for o in outputs] == [r["case_id"] for r in records]
+    assert producer_mismatches(records[0], outputs[0]) == [] and mismatches(records[1], outputs[1]) == []
+
+
+def test_cli_producer_case_with_a_bad_key_is_a_usage_error(tmp_path, producer_vector_records):
+    record = dict(producer_vector_records[0], key={"type": "Integer", "value": "4294967296"})
+    cases = tmp_path / "bad.jsonl"
+    cases.write_text(json.dumps(record) + "\n")
+    completed = run_replay("--cases", str(cases), "--engine", "python")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(f"rocketlens: --cases {cases}: not a cases file (Integer key")

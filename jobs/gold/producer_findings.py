@@ -1,0 +1,322 @@
+"""gold.producer_findings: where producers' queue choice breaks the even spread (DESIGN.md §5.2).
+
+Default sends go round robin over the publish list, so every queue of a topic gets the same
+share (rocketmq-facts.md §7). Found here, from the broker offsets in silver.queue_offsets only:
+- ``HOT_QUEUE``: over ≥ ``hot_min_minutes`` consecutive minutes one queue of a topic with ≥ 4
+  queues takes ≥ ``hot_queue_factor`` × the even share (1 / queues) of ≥ ``min_messages``
+  messages — typical of ``SelectMessageQueueByHash`` with skewed keys. ``WARN`` when a consuming
+  group's lag on that queue grows over the window while its lag on every other queue of the topic
+  does not (the owner cannot keep up with the hot queue), else ``INFO``.
+- ``BROKER_STARVED``: every queue of one broker of a topic gets nothing for ≥
+  ``starved_min_minutes`` while each other broker of the topic keeps receiving (≥ half its median
+  per-minute rate of the day, a median of ≥ 1 message a minute), and the starved broker received
+  messages earlier that day: producers avoid it (latency fault tolerance after failed or slow
+  sends, rocketmq-facts.md §7) or its write permission is off. ``INFO``; ``WARN`` from
+  ``starved_warn_minutes``. Windows of the broker's master being down (§5.3) are not starvation:
+  they are left out when the caller passes them.
+- ``QUEUE_COUNT_SKEW``: the brokers of a topic that received messages expose different queue
+  counts: round robin gives each queue the same share, so the brokers get uneven load. ``INFO``,
+  once per topic and day.
+``%RETRY%`` and ``%DLQ%`` topics get no producer finding. ``groups`` are the groups with offsets on
+the topic that day (the broker reports consume stats only for topics a group consumes, DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType
+
+from jobs.gold.episodes import minutes_between, with_episode_id
+from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
+
+FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
+                   "minutes", "share", "even_share", "groups", "evidence", "severity"]
+MIN_HOT_QUEUE_TOPIC_QUEUES = 4
+
+
+@dataclass(frozen=True)
+class ProducerRules:
+    """DESIGN.md §5.2 thresholds (conf ``[producer]``) and the snapshot gap that ends a window."""
+
+    min_messages: int = 1000
+    hot_queue_factor: float = 2.0
+    hot_min_minutes: int = 60
+    starved_min_minutes: int = 3
+    starved_warn_minutes: int = 10
+    max_snapshot_gap_seconds: int = 300
+
+
+def producer_rules(settings) -> ProducerRules:
+    """The rules from ``settings.producer`` (conf ``[producer]``) and ``detection.max_snapshot_gap_seconds``."""
+    p = settings.producer
+    return ProducerRules(p.min_messages, p.hot_queue_factor, p.hot_min_minutes, p.starved_min_minutes,
+                         p.starved_warn_minutes, settings.detection.max_snapshot_gap_seconds)
+
+
+def is_producer_topic(topic: Column) -> Column:
+    """Retry and dead-letter topics are written by the broker on consumers' behalf, not by producers."""
+    return ~(topic.startswith("%RETRY%") | topic.startswith("%DLQ%"))
+
+
+def consuming_groups(queue_offsets_df: DataFrame) -> DataFrame:
+    """``cluster, topic, groups``: the sorted groups with offsets rows for the topic."""
+    return (queue_offsets_df.groupBy("cluster", "topic")
+            .agg(F.array_sort(F.collect_set("group")).alias("groups")))
+
+
+def _percent(value: Column) -> Column:
+    return F.format_string("%.1f%%", value * 100)
+
+
+def _hhmm(ts: Column) -> Column:
+    return F.date_format(ts, "HH:mm")
+
+
+# --- HOT_QUEUE ------------------------------------------------------------------------------------
+
+def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFrame:
+    """Add, per interval, the queue's and the topic's messages over the intervals ending in the
+    trailing ``window_minutes`` (``_q_sum``, ``_t_sum``), the start of the earliest of them
+    (``_span_start``), running totals (``_q_cum``, ``_t_cum``), the topic's queue count of the day
+    (``_queues``) and, at the snapshot minute, the queues of its brokers that received anything in
+    the trailing window (``_active_queues``): a broker that gets nothing (shunned, write permission
+    off, master down) is out of the publish list, so the others' even share is larger.
+    Assumes a topic's queues are snapshotted within the same minute, as one collector pass does."""
+    width = window_minutes * 60_000
+    ts_ms = F.unix_millis(F.col("ts"))
+    queue = Window.partitionBy(*TOPIC_QUEUE).orderBy("_ts_ms")
+    topic = Window.partitionBy("cluster", "topic").orderBy("_ts_ms")
+    broker = Window.partitionBy("cluster", "topic", "broker_name").orderBy("_ts_ms")
+    queue_order = Window.partitionBy("cluster", "topic").orderBy("broker_name", "queue_id")
+    return (intervals_df
+            .withColumn("_ts_ms", ts_ms)
+            .withColumn("_queue_rank", F.dense_rank().over(queue_order))
+            .withColumn("_queues", F.max("_queue_rank").over(Window.partitionBy("cluster", "topic")))
+            .withColumn("_q_sum", F.sum("messages_in").over(queue.rangeBetween(-(width - 1), 0)))
+            .withColumn("_span_start", F.min("prev_ts").over(queue.rangeBetween(-(width - 1), 0)))
+            .withColumn("_t_sum", F.sum("messages_in").over(topic.rangeBetween(-(width - 1), 0)))
+            .withColumn("_q_cum", F.sum("messages_in").over(queue.rangeBetween(Window.unboundedPreceding, 0)))
+            .withColumn("_t_cum", F.sum("messages_in").over(topic.rangeBetween(Window.unboundedPreceding, 0)))
+            .withColumn("_b_sum", F.sum("messages_in").over(broker.rangeBetween(-(width - 1), 0)))
+            .withColumn("_active_queues", F.sum(F.when(F.col("_b_sum") > 0, 1).otherwise(0)).over(
+                Window.partitionBy("cluster", "topic", F.date_trunc("minute", "ts"))))
+            .drop("_queue_rank", "_b_sum"))
+
+
+def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """Windows of a queue whose trailing ``hot_min_minutes`` share stays ≥ factor × even share.
+
+    A snapshot is hot when the intervals ending in the trailing window span the whole window and
+    the queue's share of the topic's messages over them is ≥ ``hot_queue_factor / active queues``
+    (≥ 4 of them; see :func:`with_trailing_share`).
+    Consecutive hot snapshots make one window, from the start of the first one's trailing window
+    to the last snapshot; it is kept when the topic received ≥ ``min_messages`` in it and the
+    queue's share over the whole window still passes. Returns ``date, cluster, topic,
+    broker_name, queue_id, first_seen, last_seen, minutes, share, even_share, queue_messages,
+    topic_messages``.
+    """
+    width_ms = rules.hot_min_minutes * 60_000
+    shared = with_trailing_share(intervals_df.where(is_producer_topic(F.col("topic"))), rules.hot_min_minutes)
+    threshold = F.when(F.col("_active_queues") > 0, F.lit(rules.hot_queue_factor) / F.col("_active_queues"))
+    # no division where the topic got nothing: Sail evaluates both sides of "&" (ANSI: x / 0 fails)
+    trailing_share = F.when(F.col("_t_sum") > 0, F.col("_q_sum") / F.col("_t_sum"))
+    hot = ((F.col("_active_queues") >= MIN_HOT_QUEUE_TOPIC_QUEUES)
+           & (F.col("_ts_ms") - F.unix_millis(F.col("_span_start")) >= width_ms)
+           & F.coalesce(trailing_share >= threshold, F.lit(False)))
+    row = F.struct("ts", "_span_start", "_q_sum", "_t_sum", "_q_cum", "_t_cum")
+    windows = (with_episode_id(shared, TOPIC_QUEUE, hot, rules.max_snapshot_gap_seconds)
+               .where("_flag")
+               .groupBy(*TOPIC_QUEUE, "_episode")
+               .agg(F.max("date").alias("date"), F.min("_active_queues").alias("_queues"),
+                    F.min(row).alias("_first"), F.max(row).alias("_last")))
+    queue_messages = F.col("_last._q_cum") - F.col("_first._q_cum") + F.col("_first._q_sum")
+    topic_messages = F.col("_last._t_cum") - F.col("_first._t_cum") + F.col("_first._t_sum")
+    even_share = F.lit(1.0) / F.col("_queues")  # the largest even share of the window: the strictest test
+    return (windows
+            .select("date", *TOPIC_QUEUE,
+                    F.col("_first._span_start").alias("first_seen"), F.col("_last.ts").alias("last_seen"),
+                    minutes_between(F.col("_first._span_start"), F.col("_last.ts")).alias("minutes"),
+                    F.when(topic_messages > 0, queue_messages / topic_messages).cast("double").alias("share"),
+                    even_share.cast("double").alias("even_share"),
+                    queue_messages.cast("long").alias("queue_messages"),
+                    topic_messages.cast("long").alias("topic_messages"))
+            .where((F.col("topic_messages") >= rules.min_messages)
+                   & (F.col("share") >= F.col("even_share") * rules.hot_queue_factor)))
+
+
+def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
+    """Per hot window, ``lagging_groups``: the groups whose lag on the hot queue is higher at the
+    window's last snapshot than at its first while no other queue of the topic grew for them."""
+    offsets = queue_offsets_df.select(
+        "cluster", "topic", "group", F.col("broker_name").alias("_broker"), F.col("queue_id").alias("_queue"),
+        F.col("ts").alias("_ts"), "lag")
+    key = [*TOPIC_QUEUE, "first_seen"]
+    joined = windows_df.select(*key, "last_seen").join(offsets, ["cluster", "topic"], "inner").where(
+        F.col("_ts").between(F.col("first_seen"), F.col("last_seen")))
+    per_queue = (joined.groupBy(*key, "group", "_broker", "_queue")
+                 .agg(F.min(F.struct("_ts", "lag")).alias("_start"), F.max(F.struct("_ts", "lag")).alias("_end"))
+                 .withColumn("_growth", F.col("_end.lag") - F.col("_start.lag"))
+                 .withColumn("_is_hot", (F.col("_broker") == F.col("broker_name"))
+                             & (F.col("_queue") == F.col("queue_id"))))
+    per_group = (per_queue.groupBy(*key, "group")
+                 .agg(F.max(F.when(F.col("_is_hot"), F.col("_growth"))).alias("_hot_growth"),
+                      F.max(F.when(~F.col("_is_hot"), F.col("_growth"))).alias("_other_growth")))
+    lagging = (F.col("_hot_growth") > 0) & (F.coalesce(F.col("_other_growth"), F.lit(0)) <= 0)
+    return (per_group.where(lagging).groupBy(*key)
+            .agg(F.array_sort(F.collect_list("group")).alias("lagging_groups")))
+
+
+def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """HOT_QUEUE rows of gold.producer_findings (module docstring)."""
+    windows = hot_queue_windows(intervals_df, rules)
+    key = [*TOPIC_QUEUE, "first_seen"]
+    found = (windows
+             .join(lag_growth_groups(windows, queue_offsets_df), key, "left")
+             .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left"))
+    lagging = F.coalesce(F.col("lagging_groups"), F.array().cast(ArrayType(StringType())))
+    evidence = F.concat(
+        F.format_string("queue %s/%d of %s took %s of the topic's %d messages from %s to %s UTC (%.0f min), "
+                        "%.1fx the even share of %s: ", F.col("broker_name"), F.col("queue_id"), F.col("topic"),
+                        _percent(F.col("share")), F.col("topic_messages"), _hhmm(F.col("first_seen")),
+                        _hhmm(F.col("last_seen")), F.col("minutes"), F.col("share") / F.col("even_share"),
+                        _percent(F.col("even_share"))),
+        F.lit("typical of SelectMessageQueueByHash with skewed keys: the key distribution, not the consumer, "
+              "is the cause"),
+        F.when(F.size(lagging) > 0, F.concat(F.lit("; lag grew on this queue only for "),
+                                            F.array_join(lagging, ", "))).otherwise(F.lit("")))
+    return found.select(
+        "date", "cluster", "topic", "broker_name", F.col("queue_id").cast("int").alias("queue_id"),
+        F.lit("HOT_QUEUE").alias("finding"), "first_seen", "last_seen", "minutes", "share", "even_share",
+        F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
+        evidence.alias("evidence"),
+        F.when(F.size(lagging) > 0, F.lit("WARN")).otherwise(F.lit("INFO")).alias("severity"))
+
+
+# --- BROKER_STARVED --------------------------------------------------------------------------------
+
+def broker_minutes(intervals_df: DataFrame) -> DataFrame:
+    """Per topic, broker and snapshot minute: ``messages`` (all its queues), the interval
+    (``prev_ts`` → ``ts``) and ``rate`` (messages a minute over it)."""
+    per_minute = (intervals_df.where(is_producer_topic(F.col("topic")))
+                  .groupBy("cluster", "topic", "broker_name", F.date_trunc("minute", "ts").alias("minute"))
+                  .agg(F.sum("messages_in").alias("messages"), F.min("prev_ts").alias("prev_ts"),
+                       F.max("ts").alias("ts"), F.max("date").alias("date"),
+                       F.countDistinct("queue_id").alias("queues")))
+    minutes = minutes_between(F.col("prev_ts"), F.col("ts"))
+    return per_minute.withColumn("rate", F.when(minutes > 0, F.col("messages") / minutes))
+
+
+def with_median_rate(minutes_df: DataFrame) -> DataFrame:
+    """Add ``median_rate``: the exact median of the broker's per-minute rates of the day (by rank,
+    the same on every engine, unlike percentile_approx)."""
+    broker = ["cluster", "topic", "broker_name"]
+    ranked = (minutes_df
+              .withColumn("_rank", F.row_number().over(Window.partitionBy(*broker).orderBy("rate", "ts")))
+              .withColumn("_n", F.count("*").over(Window.partitionBy(*broker))))
+    middle = (F.col("_rank") == F.floor((F.col("_n") + 1) / 2)) | (F.col("_rank") == F.ceil((F.col("_n") + 1) / 2))
+    median = ranked.where(middle).groupBy(*broker).agg(F.avg("rate").alias("median_rate"))
+    return minutes_df.join(median, broker, "left")
+
+
+def starved_broker_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
+    """Windows in which one broker of a topic gets nothing while every other one keeps its pace."""
+    broker = ["cluster", "topic", "broker_name"]
+    rated = with_median_rate(broker_minutes(intervals_df.where(F.col("prev_ts").isNotNull())))
+    keeps_pace = (F.col("median_rate") >= 1) & (F.col("rate") >= F.col("median_rate") / 2)
+    same_minute = Window.partitionBy("cluster", "topic", "minute")
+    earlier = Window.partitionBy(*broker).orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
+    flagged = (rated
+               .withColumn("_brokers", F.count("*").over(same_minute))
+               .withColumn("_keeping_pace", F.sum(F.when(keeps_pace, 1).otherwise(0)).over(same_minute))
+               .withColumn("_received_before", F.coalesce(F.sum("messages").over(earlier), F.lit(0)))
+               .withColumn("_topic_queues", F.sum("queues").over(same_minute)))
+    starved = ((F.col("messages") == 0) & (F.col("_brokers") >= 2)
+               & (F.col("_keeping_pace") == F.col("_brokers") - 1) & (F.col("_received_before") > 0))
+    episodes = (with_episode_id(flagged, broker, starved, rules.max_snapshot_gap_seconds)
+                .where("_flag")
+                .groupBy(*broker, "_episode")
+                .agg(F.max("date").alias("date"), F.min("prev_ts").alias("first_seen"), F.max("ts").alias("last_seen"),
+                     F.max("_received_before").alias("received_before"),
+                     F.max(F.col("queues") / F.col("_topic_queues")).alias("even_share")))
+    return (episodes
+            .withColumn("minutes", minutes_between(F.col("first_seen"), F.col("last_seen")))
+            .where(F.col("minutes") >= rules.starved_min_minutes)
+            .drop("_episode"))
+
+
+def build_starved_brokers(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
+                          master_down_df: DataFrame | None = None) -> DataFrame:
+    """BROKER_STARVED rows (module docstring). ``master_down_df`` (``cluster, broker_name,
+    down_from, down_to``), when given, removes the windows that overlap the broker's master-down
+    window: that is BROKER_MASTER_DOWN (DESIGN.md §5.3), not producers avoiding the broker."""
+    windows = starved_broker_windows(intervals_df, rules)
+    if master_down_df is not None:
+        down = master_down_df.select("cluster", "broker_name", "down_from", "down_to")
+        overlap = ((windows["cluster"] == down["cluster"]) & (windows["broker_name"] == down["broker_name"])
+                   & (windows["first_seen"] <= down["down_to"]) & (windows["last_seen"] >= down["down_from"]))
+        windows = windows.join(down, overlap, "left_anti")
+    evidence = F.concat(
+        F.format_string("%s got no message of %s from %s to %s UTC (%.0f min) while the topic's other brokers "
+                        "kept their usual rate, after %d messages earlier today: ",
+                        F.col("broker_name"), F.col("topic"), _hhmm(F.col("first_seen")), _hhmm(F.col("last_seen")),
+                        F.col("minutes"), F.col("received_before")),
+        F.lit("producers avoid it (latency fault tolerance shuns a broker after failed or slow sends: up to "
+              "10 min on 4.9.x, 30 s on 5.1.4+; or it answers busy) or its write permission is off"))
+    return (windows
+            .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
+            .select("date", "cluster", "topic", "broker_name", F.lit(None).cast("int").alias("queue_id"),
+                    F.lit("BROKER_STARVED").alias("finding"), "first_seen", "last_seen", "minutes",
+                    F.lit(0.0).alias("share"), F.col("even_share").cast("double").alias("even_share"),
+                    F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
+                    evidence.alias("evidence"),
+                    F.when(F.col("minutes") >= rules.starved_warn_minutes, F.lit("WARN"))
+                    .otherwise(F.lit("INFO")).alias("severity")))
+
+
+# --- QUEUE_COUNT_SKEW -----------------------------------------------------------------------------
+
+def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
+    """QUEUE_COUNT_SKEW rows: topics that received messages and whose brokers show different
+    queue counts in the day's offsets. ``share`` is the busiest broker's share of the topic's
+    queues (what round robin sends it), ``even_share`` 1 / brokers."""
+    per_broker = (intervals_df.where(is_producer_topic(F.col("topic")))
+                  .groupBy("cluster", "topic", "broker_name")
+                  .agg(F.countDistinct("queue_id").alias("_queues"), F.sum("messages_in").alias("_messages"),
+                       F.min("prev_ts").alias("_first"), F.max("ts").alias("_last"), F.max("date").alias("date")))
+    per_topic = (per_broker.groupBy("cluster", "topic")
+                 .agg(F.max("date").alias("date"), F.min("_first").alias("first_seen"),
+                      F.max("_last").alias("last_seen"), F.sum("_messages").alias("_messages"),
+                      F.sum("_queues").alias("_total_queues"), F.min("_queues").alias("_min_queues"),
+                      F.max("_queues").alias("_max_queues"), F.count("*").alias("_brokers"),
+                      F.array_sort(F.collect_list(F.struct("broker_name", "_queues"))).alias("_counts"))
+                 .where((F.col("_min_queues") != F.col("_max_queues")) & (F.col("_messages") > 0)))
+    counts = F.array_join(F.transform(F.col("_counts"), lambda c: F.format_string(
+        "%s %d queues (%s of the messages)", c["broker_name"], c["_queues"],
+        _percent(c["_queues"] / F.col("_total_queues")))), ", ")
+    evidence = F.concat(
+        F.format_string("the brokers of %s expose different queue counts: ", F.col("topic")), counts,
+        F.lit(": round robin gives every queue the same share, so the brokers get uneven load"))
+    return (per_topic
+            .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
+            .select("date", "cluster", "topic", F.lit(None).cast("string").alias("broker_name"),
+                    F.lit(None).cast("int").alias("queue_id"), F.lit("QUEUE_COUNT_SKEW").alias("finding"),
+                    "first_seen", "last_seen",
+                    minutes_between(F.col("first_seen"), F.col("last_seen")).alias("minutes"),
+                    (F.col("_max_queues") / F.col("_total_queues")).cast("double").alias("share"),
+                    (F.lit(1.0) / F.col("_brokers")).cast("double").alias("even_share"),
+                    F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
+                    evidence.alias("evidence"), F.lit("INFO").alias("severity")))
+
+
+def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
+                            master_down_df: DataFrame | None = None) -> DataFrame:
+    """gold.producer_findings from silver.queue_offsets (module docstring); ``master_down_df``:
+    see :func:`build_starved_brokers`."""
+    intervals = queue_intervals(queue_offsets_df)
+    return (build_hot_queues(intervals, queue_offsets_df, rules)
+            .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
+            .unionByName(build_queue_count_skew(intervals, queue_offsets_df))
+            .select(*FINDING_COLUMNS))
