@@ -337,8 +337,9 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
         logger = F.when(logger != "", logger)
         thread = F.when(thread != "", thread)
 
-        year = F.when(F.length(head[0]) == 2, F.concat(F.lit("20"), head[0])).otherwise(head[0])
-        wall = F.try_to_timestamp(F.concat(year, F.lit(" "), head[1]), F.lit("yyyy-MM-dd HH:mm:ss"))
+        # 3.x "yy-MM-dd": RocketMQ is younger than 2000
+        date = F.when(F.length(head[0]) == 8, F.concat(F.lit("20"), head[0])).otherwise(head[0])
+        wall = F.try_to_timestamp(F.concat(date, F.lit(" "), head[1]), F.lit("yyyy-MM-dd HH:mm:ss"))
         fraction, seconds = head[3], F.substring(head[1], 7, 2)
         seconds_again = ((name == "4.9") & (head[2] == ",") & F.coalesce(logger, F.lit(""))
                          .rlike(_INNER_LOGGER) & (fraction == F.concat(F.lit("0"), seconds)))
