@@ -499,8 +499,9 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str, *,
     ``log_layout`` and ``message`` are still set whenever the line starts with a date and time.
     A line that matched a template but whose values cannot be read keeps its event and gets a
     short ``parse_error`` (``no date and time at the start of the line`` — a template in a layout
-    without a date, whose day cannot be known —, ``invalid timestamp``, ``line does not fit the <EVENT> template``, ``non-numeric <field>``,
-    ``malformed MessageQueue set``, ``malformed MessageQueue``, ``malformed cidAll list``).
+    without a date, whose day cannot be known —, ``invalid timestamp``, ``line does not fit the
+    <EVENT> template``, ``non-numeric <field>``, ``malformed MessageQueue set``,
+    ``malformed MessageQueue``, ``malformed cidAll list``).
 
     Column notes: ``thread`` and ``logger`` come from the header where its ``log_layout`` gives
     them (a 4.9 line carries one of the two); ``logger`` is the 5.x ``%logger{12}`` without
