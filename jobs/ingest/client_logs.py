@@ -125,13 +125,16 @@ _LAYOUTS = (
     # second token: [thread] after a [logger], or (File.java:line) after a [thread]
     _Layout("bracketed", r"(?s)^ +" + _LEVEL + r" +\[([^\]]*)\] +(?:\[(.*?)\]|\([^)]*\)) +- (.*)$",
             (1, 0, 2, 3, 4)),
-    _Layout("cpp", r"(?s)^ +\[([a-z]+)\] +\[(.*?)\] +- (.*)$", (1, 0, 2, 0, 3)),
+    # the C++ client's spdlog pattern; some builds append " [File.cpp:98 (function)]"
+    _Layout("cpp", r"(?s)^ +\[([a-z]+)\] +\[(.*?)\] +- (.*?)(?: \[[^\[\]]*:[0-9]+ \([^()]*\)\])?$",
+            (1, 0, 2, 0, 3)),
     _Layout("4.9", r"(?s)^ +" + _LEVEL + r" +(.*?) +- (.*)$", (1, 0, 2, 0, 3)),
 )
 # The inner logger prints its logger name (RocketmqClient, RocketmqRemoting, ...); a logback
 # pattern with %c/%logger prints a dotted class name. Thread names have neither shape.
 _LOGGER_NAME = r"^(?:Rocketmq[A-Za-z]*|[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+)$"
 _INNER_LOGGER = r"^Rocketmq[A-Za-z]*$"
+_CPP_LOCATION = r" \[[^\[\]]*:[0-9]+ \([^()]*\)\]$"
 # A template's opening must follow one of these: the rest's start, " - " or "|".
 _MESSAGE_START = r"(?s)(?:^ *| - |\|)"
 
@@ -351,7 +354,10 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
             .select(*passthrough, "_head", F.when(dated, head[4]).otherwise(line).alias("_rest"))
             .select(*passthrough, "_head", "_rest", F.when(dated, fields).alias("_fields"))
             .select(
-                *passthrough, "_rest",
+                *passthrough,
+                # the text templates are looked for in, without a trailer after the message
+                F.when(name == "cpp", F.regexp_replace(rest, _CPP_LOCATION, "")).otherwise(rest)
+                .alias("_rest"),
                 dated.alias("_dated"),
                 wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone)
                 .alias("ts"),

@@ -269,3 +269,34 @@ def test_cpp_client_bracketed_time_and_lower_case_level(spark):
     # line 1 is "add a new mq failed, …, because lock failed", not the MQ_ADDED template
     assert_frames(actual, expected(spark, columns, row(1, 592, "WARNING"), row(2, 593, "INFO"),
                                    row(3, 593, "WARNING"), row(4, 595, "INFO")))
+
+
+def test_cpp_client_prints_the_java_persist_template_in_its_own_layout(spark):
+    # rocketmq-client-cpp re_dev logs the Java text (LOG_INFO_NEW("[persistAll] Group: {} ClientId:
+    # {} updateConsumeOffsetToBroker {} {}", ...)) through the spdlog pattern of
+    # cpp_client_re_dev.log; some builds append " [%@ (%!)]" after the message.
+    message = ("[persistAll] Group: myGroup ClientId: fe80::5c03:7258:6b59:5e16@16236 "
+               "updateConsumeOffsetToBroker MessageQueue [topic=321321, brokerName=broker-a, "
+               "queueId=1] 42")
+    lines = [f"[2021-02-01 14:24:47.600] [info] [thread@30251] - {message}",
+             f"[2021-02-01 14:24:47.600] [info] [thread@30251] - {message} "
+             "[RemoteBrokerOffsetStore.cpp:98 (persistAll)]"]
+    columns = ["ts", "event", "level", "thread", "log_layout", "group", "client_id", "queues",
+               "offset", "message", "parse_error"]
+    row = (utc(2021, 2, 1, 14, 24, 47, 600000), "PERSIST_OFFSET", "INFO", "thread@30251", "cpp",
+           "myGroup", "fe80::5c03:7258:6b59:5e16@16236", [("321321", "broker-a", 1)], 42, message,
+           None)
+
+    actual = parse(spark, lines, columns)
+
+    assert_frames(actual, expected(spark, columns, (1, *row), (2, *row)))
+
+
+def test_go_client_logrus_tty_lines_are_counted_not_read(spark):
+    # no date (seconds since start) and the persist line names no client id
+    columns = ["ts", "event", "log_layout", "message", "parse_error"]
+
+    actual = parse(spark, read_lines("go_client_logrus_tty.log"), columns)
+
+    assert_frames(actual, expected(spark, columns,
+                                   *[(n, None, None, None, None, None) for n in range(1, 9)]))
