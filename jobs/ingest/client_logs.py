@@ -13,9 +13,10 @@ parser assumes no layout. A line is read in three steps:
    ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n``;
    ``bracketed`` — ``LEVEL [logger] [thread] - msg`` (padded ``%-30logger``) or
    ``LEVEL [thread] (File.java:115) - msg``; ``thread_first`` — logback's default
-   ``[thread] LEVEL logger - msg`` (with a date) and ``{thread} LEVEL …``; ``pipe`` —
-   ``ts|LEVEL |traceId=…|thread|logger:line|msg``; ``cpp`` — the C++ client's
+   ``[thread] LEVEL logger - msg`` (with a date) and ``{thread} LEVEL logger-line - msg``;
+   ``pipe`` — ``ts|LEVEL |traceId=…|thread|logger:line|msg``; ``cpp`` — the C++ client's
    ``[ts] [level] [thread@N] - msg``; ``other`` — a dated line whose header is none of these.
+   A logger printed with its line number (``%c-%L``, ``%c:%L``) is stored without it.
 3. **Template** by its literal opening text anywhere in the rest, right after a header separator
    (`` - `` or ``|``, or at the very start): the message is the text from there on. A template
    therefore needs no layout at all, and ``broker rebalanced result changed.`` or
@@ -31,12 +32,13 @@ Lines carry a zone-less wall clock: GMT+8 in RocketMQ's logback patterns, the JV
 the 4.9 inner logger. The zone is a deployment setting; ``ts`` is stored in UTC.
 
 The templates are the ``log.info``/``log.warn`` format strings of the RocketMQ client (facts §2.2,
-§2.3, §5.3). The wording changes are the ``client `` prefix RIP-19 put
-before ``rebalanced result changed.`` (5.0.0+) and the 3.x persist line, which has no
-``[persistAll]`` (``Group: G ClientId: C updateConsumeOffsetToBroker MessageQueue [...] OFFSET``);
-``broker rebalanced result changed.`` (the server-side assignment path) is a different line and is
-not matched. ``PullRequest.toString()`` and
-``MessageQueue.toString()`` print the same in both.
+§2.3, §5.3). The wording changes are the ``client `` prefix RIP-19 put before ``rebalanced result
+changed.`` (5.0.0+) and the 3.x persist line, which has no ``[persistAll]`` (``Group: G ClientId:
+C updateConsumeOffsetToBroker MessageQueue [...] OFFSET``, every minute). ``broker rebalanced
+result changed.`` (the server-side assignment path) is a different line and is not matched; nor is
+the 3.x ``rebalanced result changed. …, ConsumerId=…, rebalanceSize=…, rebalanceMqSet=<count>``,
+which prints no queue set (it gets ``line does not fit the REBALANCE_RESULT template``).
+``PullRequest.toString()`` and ``MessageQueue.toString()`` print the same in all versions.
 
 Every regular expression here is written for the common subset of Java's ``Pattern`` (classic Spark)
 and Rust's ``regex`` (Sail): ``[0-9]`` instead of ``\\d`` (Rust's ``\\d`` is Unicode-wide), ``(?s)``
@@ -134,6 +136,7 @@ _LAYOUTS = (
 # pattern with %c/%logger prints a dotted class name. Thread names have neither shape.
 _LOGGER_NAME = r"^(?:Rocketmq[A-Za-z]*|[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+)$"
 _INNER_LOGGER = r"^Rocketmq[A-Za-z]*$"
+_LINE_SUFFIX = r"[-:][0-9]+$"
 _CPP_LOCATION = r" \[[^\[\]]*:[0-9]+ \([^()]*\)\]$"
 # A template's opening must follow one of these: the rest's start, " - " or "|".
 _MESSAGE_START = r"(?s)(?:^ *| - |\|)"
@@ -327,16 +330,21 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
             ).otherwise(fields)
         f = F.col("_fields")
         name, token1, token2 = f[0], F.trim(f[3]), F.trim(f[4])
-        token1_is_logger = token1.rlike(_LOGGER_NAME)
+        # a logger printed as %c-%L or %c:%L ("RocketmqClient-95") is stored without the line
+        logger1, logger2 = (F.regexp_replace(token1, _LINE_SUFFIX, ""),
+                            F.regexp_replace(token2, _LINE_SUFFIX, ""))
+        token1_is_logger = logger1.rlike(_LOGGER_NAME)
         # bracketed: [logger] [thread] or [thread] (File.java:n); 4.9: one token, either kind
         thread = (F.when(name.isin("5.x", "pipe", "thread_first", "cpp"), f[3])
                   .when(name == "bracketed", F.when((token2 != "") & token1_is_logger, f[4])
                         .otherwise(f[3]))
-                  .when((name == "4.9") & ~token1_is_logger, token1))
-        logger = (F.when(name.isin("5.x", "pipe", "thread_first"), token2)
+                  .when((name == "4.9") & ~token1_is_logger,
+                        F.regexp_replace(token1, r"^\[(.*)\]$", "$1")))
+        logger = (F.when(name.isin("5.x", "pipe"), token2)
+                  .when(name == "thread_first", logger2)
                   .when(name == "bracketed", F.when(token2 == "", F.lit(None))
-                        .when(token1_is_logger, token1).otherwise(token2))
-                  .when((name == "4.9") & token1_is_logger, token1))
+                        .when(token1_is_logger, logger1).otherwise(logger2))
+                  .when((name == "4.9") & token1_is_logger, logger1))
         logger = F.when(logger != "", logger)
         thread = F.when(thread != "", thread)
 

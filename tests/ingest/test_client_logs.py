@@ -173,6 +173,18 @@ def test_padded_logger_name_is_the_logger_not_the_thread(spark):
     assert_frames(actual, expected)
 
 
+def test_bracketed_thread_alone_is_the_thread_without_brackets(spark):
+    line = ("2025-03-14 10:15:02.481 INFO  [RebalanceService] - doRebalance, GID_orders, add a new "
+            "mq, MessageQueue [topic=TopicOrders, brokerName=broker-b, queueId=0]")
+
+    actual = parse(spark, line).select(HEADER_COLUMNS + ["event"])
+
+    expected = subset_rows(spark, HEADER_COLUMNS + ["event"],
+                           (1, utc(2025, 3, 14, 2, 15, 2, 481000), "INFO", "RebalanceService",
+                            None, None, "4.9", "MQ_ADDED"))
+    assert_frames(actual, expected)
+
+
 def test_thread_in_braces_before_the_level(spark):
     line = ("2025-03-14 10:15:05.002 {MQClientFactoryScheduledThread} INFO RocketmqClient - "
             f"[persistAll] Group: GID_orders ClientId: {CLIENT} updateConsumeOffsetToBroker "

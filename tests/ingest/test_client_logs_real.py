@@ -300,3 +300,34 @@ def test_go_client_logrus_tty_lines_are_counted_not_read(spark):
 
     assert_frames(actual, expected(spark, columns,
                                    *[(n, None, None, None, None, None) for n in range(1, 9)]))
+
+
+def test_thread_in_braces_and_logger_with_its_line_number(spark):
+    # %d{yyyy-MM-dd HH:mm:ss.SSS} {%t} %-5p %c{...}-%L - %m: the logger is kept without "-95"
+    columns = ["ts", "event", "level", "thread", "logger", "log_layout", "group", "queues",
+               "parse_error"]
+
+    def other(n, hms_millis, thread, logger):
+        h, m, sec, millis = hms_millis
+        return (n, utc(2020, 12, 3, h, m, sec, millis * 1000), None, "INFO", thread, logger,
+                "thread_first", None, None, None)
+
+    callback, client = "c.e.consumer.test.consumer.TestConsumerCallback", "RocketmqClient"
+    netty = "NettyClientPublicExecutor_1"
+
+    actual = parse(spark, read_lines("brace_thread_logger_line.log"), columns)
+
+    assert_frames(actual, expected(
+        spark, columns,
+        other(1, (18, 26, 26, 248), "ConsumeMessageThread_broadcast-test-consumer_1", callback),
+        other(2, (18, 30, 17, 42), netty, client),
+        other(3, (18, 30, 17, 46), netty, client),
+        other(4, (18, 30, 17, 91), "PullMessageService", client),
+        other(5, (18, 30, 26, 284), "ConsumeMessageThread_broadcast-test-consumer_5", client),
+        (6, utc(2020, 12, 3, 18, 30, 27, 169000), "MQ_ADDED", "INFO", netty, client,
+         "thread_first", "broadcast-test-consumer",
+         [("broadcast-test-topic", "broker-a", 2)], None),
+        other(7, (18, 30, 27, 174), netty, client),
+        other(8, (18, 30, 27, 189), netty, client),
+        other(9, (18, 30, 47, 185), "ConsumeMessageThread_broadcast-test-consumer_8", callback),
+    ))
