@@ -116,10 +116,12 @@ class _Layout:
     refs: tuple[int, int, int, int, int]
 
 
-# Most specific first: the 4.9 shape would also take the bracketed and 5.x lines.
+# Most specific first: the general 4.9 shape would also take the bracketed and 5.x lines. The
+# two shapes RocketMQ writes come first, a one-word 4.9 token being the cheap common case.
 _LAYOUTS = (
     _Layout("5.x", r"(?s)^ +" + _LEVEL + r" +\[([0-9]{1,9})\] +\[(.*?)\] +"
             r"\[([^\[\]#\s]+)#[^\]]*\] - (.*)$", (1, 2, 3, 4, 5)),
+    _Layout("4.9", r"(?s)^ +" + _LEVEL + r" +([^\[{ ][^ ]*) +- (.*)$", (1, 0, 2, 0, 3)),
     _Layout("pipe", r"(?s)^\|" + _LEVEL + r" *\|(?:[^|=]*=[^|]*\|)*([^|=]*)\|([^|:]*?) *"
             r"(?::[0-9]+)? *\|(.*)$", (1, 0, 2, 3, 4)),
     _Layout("thread_first", r"(?s)^ +[\[{](.*?)[\]}] +" + _LEVEL + r" +(.*?) *- (.*)$",
@@ -306,12 +308,16 @@ def regexp_groups(text: Column, pattern: str, groups: int,
     not an expression: it is referenced several times.
     """
     picks = list(refs) if refs is not None else list(range(1, groups + 1))
+    return F.when(text.rlike(pattern), _groups_of_a_match(text, pattern, picks))
+
+
+def _groups_of_a_match(text: Column, pattern: str, picks: Sequence[int]) -> Column:
+    """``regexp_groups`` for a ``text`` known to match ``pattern``."""
     joined = F.regexp_replace(text, pattern, _GROUP_SEP.join(f"${i}" if i else "" for i in picks))
     one_by_one = F.array(*[F.regexp_extract(text, pattern, i) if i else F.lit("")
                            for i in picks])
-    return F.when(text.rlike(pattern),
-                  F.when(text.contains(_GROUP_SEP), one_by_one)
-                  .otherwise(F.split(joined, _GROUP_SEP, len(picks))))
+    return (F.when(text.contains(_GROUP_SEP), one_by_one)
+            .otherwise(F.split(joined, _GROUP_SEP, len(picks))))
 
 
 def _with_header(zone: str, keep_columns: tuple[str, ...]):
@@ -326,7 +332,7 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
         fields = F.lit(None).cast(ArrayType(StringType()))
         for layout in reversed(_LAYOUTS):
             fields = F.when(rest.rlike(layout.pattern), F.concat(
-                F.array(F.lit(layout.name)), regexp_groups(rest, layout.pattern, 0, layout.refs))
+                F.array(F.lit(layout.name)), _groups_of_a_match(rest, layout.pattern, layout.refs))
             ).otherwise(fields)
         f = F.col("_fields")
         name, token1, token2 = f[0], F.trim(f[3]), F.trim(f[4])
@@ -352,8 +358,9 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
         date = F.when(F.length(head[0]) == 8, F.concat(F.lit("20"), head[0])).otherwise(head[0])
         wall = F.try_to_timestamp(F.concat(date, F.lit(" "), head[1]), F.lit("yyyy-MM-dd HH:mm:ss"))
         fraction, seconds = head[3], F.substring(head[1], 7, 2)
-        seconds_again = ((name == "4.9") & (head[2] == ",") & F.coalesce(logger, F.lit(""))
-                         .rlike(_INNER_LOGGER) & (fraction == F.concat(F.lit("0"), seconds)))
+        seconds_again = F.when(
+            (name == "4.9") & (head[2] == ",") & (fraction == F.concat(F.lit("0"), seconds)),
+            token1.rlike(_INNER_LOGGER)).otherwise(F.lit(False))
         millis = F.when((fraction == "") | seconds_again, F.lit(0)).otherwise(
             fraction.try_cast("long"))
         return (
