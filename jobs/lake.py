@@ -338,7 +338,8 @@ def register_tables(spark: SparkSession, lake: str | Path) -> list[str]:
     list: its comments are shown by ``rocketlens tables`` only (README, Engine notes).
     """
     names = []
-    for layer, name, path in list_tables(lake):
+    # LOCATION must be absolute; a relative --lake means one under the working directory
+    for layer, name, path in list_tables(Path(lake).resolve()):
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {layer}")
         try:
             schema = spark.read.format("delta").load(path).schema

@@ -35,7 +35,8 @@ CLIENT_LOG_EVENTS = (
     "MQ_REMOVED",
 )
 
-LOG_LAYOUTS = ("4.9", "5.x")
+# The header shape after the time (jobs.ingest.client_logs); "other" for a dated line of none.
+LOG_LAYOUTS = ("4.9", "5.x", "bracketed", "thread_first", "pipe", "cpp", "other")
 
 CLIENT_LOG_EVENT_SCHEMA = StructType([
     StructField("_source_file", StringType()),
@@ -46,7 +47,7 @@ CLIENT_LOG_EVENT_SCHEMA = StructType([
     StructField("thread", StringType()),
     StructField("logger", StringType()),
     StructField("pid", IntegerType()),
-    StructField("log_layout", StringType()),  # one of LOG_LAYOUTS, from the line's header
+    StructField("log_layout", StringType()),  # one of LOG_LAYOUTS, null when undated
     StructField("group", StringType()),
     StructField("client_id", StringType()),
     StructField("topic", StringType()),

@@ -1,24 +1,44 @@
 """Raw ``rocketmq_client.log`` lines → typed client-log events (DESIGN.md §3.4).
 
-The client writes the lines this module reads in one of two layouts:
+Users route the client's logger through whatever log4j / logback / Log4j2 pattern they run, so the
+parser assumes no layout. A line is read in three steps:
 
-- **4.9** — ``yyyy-MM-dd HH:mm:ss[,SSS|.SSS] LEVEL token - message``. The logback pattern 4.9
-  ships in ``distribution/conf/logback_*.xml``, ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n``, and
-  reused for the client's slf4j route (``rocketmq.client.logUseSlf4j=true``), puts the thread in
-  ``token``; the client's own inner logger (``LoggingBuilder.DefaultLayout``) writes ``,SSS``, the
-  logger name (``RocketmqClient``) and CRLF line ends. 5.0.x clients still use
-  the inner logger, so a 5.0 line can carry a 4.9 layout and a 5.x template.
-- **5.x** (``rmq.client.logback.xml``, 5.1.0+) —
-  ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n``.
+1. **Time** at the start of the line, after at most one bracketed token (a trace id, ``[1031…] ``)
+   and inside an optional ``[`` ``]``: ``yyyy-MM-dd HH:mm:ss`` or the 3.x ``yy-MM-dd HH:mm:ss``,
+   then ``,SSS`` or ``.SSS`` (further sub-millisecond digits are dropped).
+2. **Level, thread, logger** from the rest of the header where a known shape gives them
+   (``log_layout``): ``4.9`` — ``LEVEL token - msg``, the 4.9 logback pattern
+   ``%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n`` and the inner logger (token = logger name),
+   padded ``%-60c`` names included; ``5.x`` — ``rmq.client.logback.xml`` (5.1.0+),
+   ``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8} %-5p [%pid] [%t] [%logger{12}#%M:%L] - %m%n``;
+   ``bracketed`` — ``LEVEL [logger] [thread] - msg`` (padded ``%-30logger``) or
+   ``LEVEL [thread] (File.java:115) - msg``; ``thread_first`` — logback's default
+   ``[thread] LEVEL logger - msg`` (with a date) and ``{thread} LEVEL logger-line - msg``;
+   ``pipe`` — ``ts|LEVEL |traceId=…|thread|logger:line|msg``; ``cpp`` — the C++ client's
+   ``[ts] [level] [thread@N] - msg``; ``other`` — a dated line whose header is none of these.
+   A logger printed with its line number (``%c-%L``, ``%c:%L``) is stored without it.
+3. **Template** by its literal opening text anywhere in the rest, right after a header separator
+   (`` - `` or ``|``, or at the very start): the message is the text from there on. A template
+   therefore needs no layout at all, and ``broker rebalanced result changed.`` or
+   ``[BUG]doRebalance, …`` (no separator before the opening) stay out.
+
+The 4.x inner logger (``LoggingBuilder.DefaultLayout``) formats time as
+``yyyy-MM-dd HH:mm:ss,sss``: lower-case ``sss`` is the *seconds* again, zero-padded
+(``23:47:18,018``). On a ``4.9`` line of a ``Rocketmq…`` logger whose three digits are ``0`` +
+the seconds, they are not milliseconds and ``ts`` is kept to the second (a real millisecond value
+that happens to equal them loses under a second).
 
 Lines carry a zone-less wall clock: GMT+8 in RocketMQ's logback patterns, the JVM's default zone in
 the 4.9 inner logger. The zone is a deployment setting; ``ts`` is stored in UTC.
 
 The templates are the ``log.info``/``log.warn`` format strings of the RocketMQ client (facts §2.2,
-§2.3, §5.3). The only wording change between 4.9.x and 5.x is the ``client `` prefix RIP-19 put
-before ``rebalanced result changed.`` (5.0.0+); ``broker rebalanced result changed.`` (the
-server-side assignment path) is a different line and is not matched. ``PullRequest.toString()`` and
-``MessageQueue.toString()`` print the same in both.
+§2.3, §5.3). The wording changes are the ``client `` prefix RIP-19 put before ``rebalanced result
+changed.`` (5.0.0+) and the 3.x persist line, which has no ``[persistAll]`` (``Group: G ClientId:
+C updateConsumeOffsetToBroker MessageQueue [...] OFFSET``, every minute). ``broker rebalanced
+result changed.`` (the server-side assignment path) is a different line and is not matched; nor is
+the 3.x ``rebalanced result changed. …, ConsumerId=…, rebalanceSize=…, rebalanceMqSet=<count>``,
+which prints no queue set (it gets ``line does not fit the REBALANCE_RESULT template``).
+``PullRequest.toString()`` and ``MessageQueue.toString()`` print the same in all versions.
 
 Every regular expression here is written for the common subset of Java's ``Pattern`` (classic Spark)
 and Rust's ``regex`` (Sail): ``[0-9]`` instead of ``\\d`` (Rust's ``\\d`` is Unicode-wide), ``(?s)``
@@ -80,15 +100,48 @@ def wall_clock_to_utc(col: Column | str, zone: str) -> Column:
 
 # --- line layouts ----------------------------------------------------------------------------
 
-_WALL_CLOCK = r"([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?"
-# groups: 1 wall clock, 2 millis, 3 level, 4 pid, 5 thread, 6 logger, 7 message
-_HEADER_5X = (r"(?s)^" + _WALL_CLOCK
-              + r" +([A-Z]+) +\[([0-9]{1,9})\] +\[(.*?)\] +\[([^\[\]#\s]+)#[^\]]*\] - (.*)$")
-# groups: 1 wall clock, 2 millis, 3 level, 4 thread or logger name, 5 message
-_HEADER_49 = r"(?s)^" + _WALL_CLOCK + r" +([A-Z]+) +(.*?) - (.*)$"
+# groups: 1 date (yyyy or yy), 2 time, 3 fraction separator, 4 fraction (ms), 5 rest of the line
+_HEADER = (r"(?s)^(?:\[[^\[\]]*\] +)?\[?([0-9]{2}(?:[0-9]{2})?-[0-9]{2}-[0-9]{2})[ T]"
+           r"([0-9]{2}:[0-9]{2}:[0-9]{2})(?:([.,])([0-9]{3})[0-9]*)?\]?(.*)$")
+_LEVEL = r"([A-Z]{4,5})"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """One header shape after the time. ``refs`` name the groups of ``pattern`` that hold
+    (level, pid, first token, second token, message), 0 where the shape has none."""
+
+    name: str
+    pattern: str
+    refs: tuple[int, int, int, int, int]
+
+
+# Most specific first: the general 4.9 shape would also take the bracketed and 5.x lines. The
+# two shapes RocketMQ writes come first, a one-word 4.9 token being the cheap common case.
+_LAYOUTS = (
+    _Layout("5.x", r"(?s)^ +" + _LEVEL + r" +\[([0-9]{1,9})\] +\[(.*?)\] +"
+            r"\[([^\[\]#\s]+)#[^\]]*\] - (.*)$", (1, 2, 3, 4, 5)),
+    _Layout("4.9", r"(?s)^ +" + _LEVEL + r" +([^\[{ ][^ ]*) +- (.*)$", (1, 0, 2, 0, 3)),
+    _Layout("pipe", r"(?s)^\|" + _LEVEL + r" *\|(?:[^|=]*=[^|]*\|)*([^|=]*)\|([^|:]*?) *"
+            r"(?::[0-9]+)? *\|(.*)$", (1, 0, 2, 3, 4)),
+    _Layout("thread_first", r"(?s)^ +[\[{](.*?)[\]}] +" + _LEVEL + r" +(.*?) *- (.*)$",
+            (2, 0, 1, 3, 4)),
+    # second token: [thread] after a [logger], or (File.java:line) after a [thread]
+    _Layout("bracketed", r"(?s)^ +" + _LEVEL + r" +\[([^\]]*)\] +(?:\[(.*?)\]|\([^)]*\)) +- (.*)$",
+            (1, 0, 2, 3, 4)),
+    # the C++ client's spdlog pattern; some builds append " [File.cpp:98 (function)]"
+    _Layout("cpp", r"(?s)^ +\[([a-z]+)\] +\[(.*?)\] +- (.*?)(?: \[[^\[\]]*:[0-9]+ \([^()]*\)\])?$",
+            (1, 0, 2, 0, 3)),
+    _Layout("4.9", r"(?s)^ +" + _LEVEL + r" +(.*?) +- (.*)$", (1, 0, 2, 0, 3)),
+)
 # The inner logger prints its logger name (RocketmqClient, RocketmqRemoting, ...); a logback
 # pattern with %c/%logger prints a dotted class name. Thread names have neither shape.
 _LOGGER_NAME = r"^(?:Rocketmq[A-Za-z]*|[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+)$"
+_INNER_LOGGER = r"^Rocketmq[A-Za-z]*$"
+_LINE_SUFFIX = r"[-:][0-9]+$"
+_CPP_LOCATION = r" \[[^\[\]]*:[0-9]+ \([^()]*\)\]$"
+# A template's opening must follow one of these: the rest's start, " - " or "|".
+_MESSAGE_START = r"(?s)(?:^ *| - |\|)"
 
 # --- RocketMQ toString forms (facts §0, §5.3) ------------------------------------------------
 
@@ -102,7 +155,9 @@ _WHOLE_NUMBER = r"^-?[0-9]{1,19}$"
 
 @dataclass(frozen=True)
 class _Template:
-    """One RocketMQ log statement: ``signature`` decides the event, ``pattern`` takes its values.
+    """One RocketMQ log statement: ``opening`` (a regex, unanchored) decides the event and where
+    its message starts, ``pattern`` (anchored on that message) takes its values; a line is
+    tested against ``opening`` only when it contains one of the ``gates`` (plain substrings).
 
     ``fields`` maps a raw field (RocketMQ's name for it) to its group in ``pattern``. The groups
     are loose (``.*?``) so that a line whose values are broken still fits and gets a
@@ -110,7 +165,8 @@ class _Template:
     """
 
     event: str
-    signature: str
+    gates: tuple[str, ...]
+    opening: str
     pattern: str
     fields: dict[str, int]
 
@@ -124,7 +180,8 @@ _FLOW_FIELDS = {"threshold": 1, "minOffset": 2, "maxOffset": 3, "count": 4, "siz
 _TEMPLATES = (
     _Template(
         "REBALANCE_RESULT",
-        r"^(?:client )?rebalanced result changed\. allocateMessageQueueStrategyName=",
+        ("rebalanced result changed. allocateMessageQueueStrategyName=",),
+        r"(?:client )?rebalanced result changed\. allocateMessageQueueStrategyName=",
         r"(?s)^(?:client )?rebalanced result changed\. allocateMessageQueueStrategyName=(.*?), "
         r"group=(.*?), topic=(.*?), clientId=(.*?), mqAllSize=(.*?), cidAllSize=(.*?), "
         r"rebalanceResultSize=(.*?), rebalanceResultSet=(.*)$",
@@ -133,26 +190,31 @@ _TEMPLATES = (
     ),
     _Template(
         "PERSIST_OFFSET",
-        r"^\[persistAll\] Group: ",
-        r"(?s)^\[persistAll\] Group: (.*?) ClientId: (.*?) "
+        ("updateConsumeOffsetToBroker",),
+        # 4.x+ opens with [persistAll]; 3.x prints the same without it, only every minute.
+        r"(?:\[persistAll\] Group: |Group: [^ ]* ClientId: [^ ]* updateConsumeOffsetToBroker )",
+        r"(?s)^(?:\[persistAll\] )?Group: (.*?) ClientId: (.*?) "
         r"updateConsumeOffsetToBroker (.*) ([^ ]*)$",
         {"group": 1, "clientId": 2, "messageQueue": 3, "offset": 4},
     ),
     _Template(
         "FLOW_CONTROL_COUNT",
-        r"^the cached message count exceeds the threshold ",
+        ("the cached message count exceeds the threshold ",),
+        r"the cached message count exceeds the threshold ",
         r"(?s)^the cached message count exceeds the threshold (.*?), " + _CACHED + _PULL_REQUEST,
         _FLOW_FIELDS,
     ),
     _Template(
         "FLOW_CONTROL_SIZE",
-        r"^the cached message size exceeds the threshold ",
+        ("the cached message size exceeds the threshold ",),
+        r"the cached message size exceeds the threshold ",
         r"(?s)^the cached message size exceeds the threshold (.*?) MiB, " + _CACHED + _PULL_REQUEST,
         _FLOW_FIELDS,
     ),
     _Template(
         "FLOW_CONTROL_SPAN",
-        r"^the queue's messages, span too long, so do flow control, ",
+        ("the queue's messages, span too long, so do flow control, ",),
+        r"the queue's messages, span too long, so do flow control, ",
         r"(?s)^the queue's messages, span too long, so do flow control, minOffset=(.*?), "
         r"maxOffset=(.*?), maxSpan=(.*?), " + _PULL_REQUEST,
         {"minOffset": 1, "maxOffset": 2, "maxSpan": 3, "consumerGroup": 4, "messageQueue": 5,
@@ -160,28 +222,33 @@ _TEMPLATES = (
     ),
     _Template(
         "NOT_IN_CID_ALL",
-        r"^\[BUG\] ConsumerGroup: ",
+        ("[BUG] ConsumerGroup: ",),
+        r"\[BUG\] ConsumerGroup: ",
         r"(?s)^\[BUG\] ConsumerGroup: (.*?) The consumerId: (.*?) not in cidAll: (.*)$",
         {"group": 1, "clientId": 2, "cidAll": 3},
     ),
     _Template(
         "SEND_EXPIRE_MSG_BACK",
-        r"^send expire msg back\. ",
+        ("send expire msg back. ",),
+        r"send expire msg back\. ",
         r"(?s)^send expire msg back\. topic=(.*?), msgId=(.*?), storeHost=(.*?), queueId=(.*?), "
         r"queueOffset=(.*)$",
         {"topic": 1, "msgId": 2, "storeHost": 3, "queueId": 4, "queueOffset": 5},
     ),
-    # Group names cannot hold a comma, which keeps "add a new mq failed, …, because lock failed",
-    # "[BUG]doRebalance, …" and "truncateMessageQueueNotMyTopic remove unnecessary mq" out.
+    # Group names cannot hold a comma, which keeps "add a new mq failed, …, because lock failed"
+    # and "truncateMessageQueueNotMyTopic remove unnecessary mq" out; "[BUG]doRebalance, …" has
+    # no separator before "doRebalance".
     _Template(
         "MQ_ADDED",
-        r"^doRebalance, [^,]*, add a new mq, ",
+        (", add a new mq, ",),
+        r"doRebalance, [^,]*, add a new mq, ",
         r"(?s)^doRebalance, ([^,]*), add a new mq, (.*)$",
         {"group": 1, "messageQueue": 2},
     ),
     _Template(
         "MQ_REMOVED",
-        r"^doRebalance, [^,]*, remove unnecessary mq, ",
+        (", remove unnecessary mq, ",),
+        r"doRebalance, [^,]*, remove unnecessary mq, ",
         r"(?s)^doRebalance, ([^,]*), remove unnecessary mq, (.*)$",
         {"group": 1, "messageQueue": 2},
     ),
@@ -228,9 +295,11 @@ def _by_event(cases: dict[str, Column], data_type: DataType | str) -> Column:
 _GROUP_SEP = "\u0001"
 
 
-def regexp_groups(text: Column, pattern: str, groups: int) -> Column:
+def regexp_groups(text: Column, pattern: str, groups: int,
+                  refs: Sequence[int] | None = None) -> Column:
     """The ``groups`` capture groups of ``pattern`` (anchored ``^…$``) in ``text`` as an array
     of strings (``""`` for a group that took no part), null when ``text`` does not match.
+    ``refs`` picks and orders the groups instead (0 gives ``""``).
 
     One ``regexp_replace`` rewrites the text into its groups joined by U+0001 and a split takes
     them apart: a ``regexp_extract`` per group would run the regex once per group, which made
@@ -238,11 +307,17 @@ def regexp_groups(text: Column, pattern: str, groups: int) -> Column:
     apart group by group instead, so it cannot shift the fields. ``text`` should be a column,
     not an expression: it is referenced several times.
     """
-    joined = F.regexp_replace(text, pattern, _GROUP_SEP.join(f"${i}" for i in range(1, groups + 1)))
-    one_by_one = F.array(*[F.regexp_extract(text, pattern, i) for i in range(1, groups + 1)])
-    return F.when(text.rlike(pattern),
-                  F.when(text.contains(_GROUP_SEP), one_by_one)
-                  .otherwise(F.split(joined, _GROUP_SEP, groups)))
+    picks = list(refs) if refs is not None else list(range(1, groups + 1))
+    return F.when(text.rlike(pattern), _groups_of_a_match(text, pattern, picks))
+
+
+def _groups_of_a_match(text: Column, pattern: str, picks: Sequence[int]) -> Column:
+    """``regexp_groups`` for a ``text`` known to match ``pattern``."""
+    joined = F.regexp_replace(text, pattern, _GROUP_SEP.join(f"${i}" if i else "" for i in picks))
+    one_by_one = F.array(*[F.regexp_extract(text, pattern, i) if i else F.lit("")
+                           for i in picks])
+    return (F.when(text.contains(_GROUP_SEP), one_by_one)
+            .otherwise(F.split(joined, _GROUP_SEP, len(picks))))
 
 
 def _with_header(zone: str, keep_columns: tuple[str, ...]):
@@ -250,60 +325,84 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
     so every regex runs once per line (neither engine reliably shares repeated expressions)."""
     def transform(df: DataFrame) -> DataFrame:
         passthrough = ["_source_file", "_line_no", *keep_columns]
-        line = F.col("_line")
-        h5, h49 = F.col("_h5"), F.col("_h49")
-        is_5x, is_49 = h5.isNotNull(), h49.isNotNull()
+        line, head, rest = F.col("_line"), F.col("_head"), F.col("_rest")
+        dated = head.isNotNull()
 
-        def part(group_5x: int, group_49: int) -> Column:
-            return F.when(is_5x, h5[group_5x - 1]).when(is_49, h49[group_49 - 1])
+        # the first layout that fits the rest, as (name, level, pid, token 1, token 2, message)
+        fields = F.lit(None).cast(ArrayType(StringType()))
+        for layout in reversed(_LAYOUTS):
+            fields = F.when(rest.rlike(layout.pattern), F.concat(
+                F.array(F.lit(layout.name)), _groups_of_a_match(rest, layout.pattern, layout.refs))
+            ).otherwise(fields)
+        f = F.col("_fields")
+        name, token1, token2 = f[0], F.trim(f[3]), F.trim(f[4])
+        # a logger printed as %c-%L or %c:%L ("RocketmqClient-95") is stored without the line
+        logger1, logger2 = (F.regexp_replace(token1, _LINE_SUFFIX, ""),
+                            F.regexp_replace(token2, _LINE_SUFFIX, ""))
+        token1_is_logger = logger1.rlike(_LOGGER_NAME)
+        # bracketed: [logger] [thread] or [thread] (File.java:n); 4.9: one token, either kind
+        thread = (F.when(name.isin("5.x", "pipe", "thread_first", "cpp"), f[3])
+                  .when(name == "bracketed", F.when((token2 != "") & token1_is_logger, f[4])
+                        .otherwise(f[3]))
+                  .when((name == "4.9") & ~token1_is_logger,
+                        F.regexp_replace(token1, r"^\[(.*)\]$", "$1")))
+        logger = (F.when(name.isin("5.x", "pipe"), token2)
+                  .when(name == "thread_first", logger2)
+                  .when(name == "bracketed", F.when(token2 == "", F.lit(None))
+                        .when(token1_is_logger, logger1).otherwise(logger2))
+                  .when((name == "4.9") & token1_is_logger, logger1))
+        logger = F.when(logger != "", logger)
+        thread = F.when(thread != "", thread)
 
-        token_49 = h49[3]
-        token_is_logger = F.col("_token_is_logger")
-        millis = part(2, 2)
-        local_millis = (F.unix_millis(F.try_to_timestamp(part(1, 1), F.lit("yyyy-MM-dd HH:mm:ss")))
-                        + F.when(millis == "", F.lit(0)).otherwise(millis.try_cast("long")))
+        # 3.x "yy-MM-dd": RocketMQ is younger than 2000
+        date = F.when(F.length(head[0]) == 8, F.concat(F.lit("20"), head[0])).otherwise(head[0])
+        wall = F.try_to_timestamp(F.concat(date, F.lit(" "), head[1]), F.lit("yyyy-MM-dd HH:mm:ss"))
+        fraction, seconds = head[3], F.substring(head[1], 7, 2)
+        seconds_again = F.when(
+            (name == "4.9") & (head[2] == ",") & (fraction == F.concat(F.lit("0"), seconds)),
+            token1.rlike(_INNER_LOGGER)).otherwise(F.lit(False))
+        millis = F.when((fraction == "") | seconds_again, F.lit(0)).otherwise(
+            fraction.try_cast("long"))
         return (
             df.select(*passthrough, F.regexp_replace(F.col("line"), r"[\r\n]+$", "").alias("_line"))
-            .select(*passthrough, "_line", regexp_groups(line, _HEADER_5X, 7).alias("_h5"))
-            # a 5.x line also fits the 4.9 layout; the 5.x reading wins
-            .select(*passthrough, "_h5",
-                    F.when(h5.isNull(), regexp_groups(line, _HEADER_49, 5)).alias("_h49"))
-            .select(*passthrough, "_h5", "_h49",
-                    token_49.rlike(_LOGGER_NAME).alias("_token_is_logger"))
+            .select(*passthrough, "_line", regexp_groups(line, _HEADER, 5).alias("_head"))
+            .select(*passthrough, "_head", F.when(dated, head[4]).otherwise(line).alias("_rest"))
+            .select(*passthrough, "_head", "_rest", F.when(dated, fields).alias("_fields"))
             .select(
                 *passthrough,
-                wall_clock_to_utc(F.timestamp_millis(local_millis), zone).alias("ts"),
-                part(3, 3).alias("level"),
-                F.when(is_5x, h5[4]).when(is_49 & ~token_is_logger, token_49).alias("thread"),
-                F.when(is_5x, h5[5]).when(is_49 & token_is_logger, token_49).alias("logger"),
-                F.when(is_5x, h5[3].try_cast("int")).alias("pid"),
-                F.when(is_5x, F.lit("5.x")).when(is_49, F.lit("4.9")).alias("log_layout"),
-                part(7, 5).alias("message"),
+                # the text templates are looked for in, without a trailer after the message
+                F.when(name == "cpp", F.regexp_replace(rest, _CPP_LOCATION, "")).otherwise(rest)
+                .alias("_rest"),
+                dated.alias("_dated"),
+                wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone)
+                .alias("ts"),
+                F.upper(f[1]).alias("level"),
+                thread.alias("thread"),
+                logger.alias("logger"),
+                F.when(name == "5.x", f[2].try_cast("int")).alias("pid"),
+                F.when(dated, F.coalesce(name, F.lit("other"))).alias("log_layout"),
+                F.when(dated, F.coalesce(f[5], F.ltrim(rest))).alias("_layout_message"),
             )
         )
     return transform
 
 
-def _literal_prefixes(signature: str) -> tuple[str, ...]:
-    """The literal texts a line must start with to match ``signature``: a cheap test in front
-    of the regex, which then runs only on the few lines that start right."""
-    body = signature.removeprefix("^")
-    if body.startswith("(?:client )?"):
-        return tuple(p + q for p in ("client ", "") for q in _literal_prefixes(body[12:]))
-    literal = re.match(r"(?:[^\\\[\](){}.*+?|^$]|\\[.\[\]])*", body).group(0)
-    return (literal.replace("\\", ""),)
-
-
 def _with_event(df: DataFrame) -> DataFrame:
-    message = F.col("message")
+    """``event`` and ``message``: the first template whose opening follows a header separator in
+    the rest of the line, and the text from that opening on. Lines that contain none of a
+    template's gates skip its regex."""
+    rest = F.col("_rest")
     event = F.lit(None).cast("string")
     for template in reversed(_TEMPLATES):
-        starts = functools.reduce(lambda a, b: a | b, [
-            message.startswith(prefix) for prefix in _literal_prefixes(template.signature)])
-        # nested, not `&`: the regex is evaluated only where the prefix matched
-        matches = F.when(starts, message.rlike(template.signature)).otherwise(F.lit(False))
+        gated = functools.reduce(lambda a, b: a | b, [rest.contains(g) for g in template.gates])
+        # nested, not `&`: the regex is evaluated only where a gate matched
+        matches = F.when(gated, rest.rlike(_MESSAGE_START + template.opening)).otherwise(False)
         event = F.when(matches, F.lit(template.event)).otherwise(event)
-    return df.withColumn("event", event)
+    message = _by_event({t.event: F.regexp_extract(
+        rest, _MESSAGE_START + "(" + t.opening + ".*)$", 1) for t in _TEMPLATES}, "string")
+    with_event = df.withColumn("event", event)
+    return (with_event.withColumn("message", F.coalesce(message, F.col("_layout_message")))
+            .drop("_layout_message"))
 
 
 def _with_raw_fields(df: DataFrame) -> DataFrame:
@@ -377,6 +476,7 @@ def _typed_fields(df: DataFrame) -> DataFrame:
         (raw("cidAll").isNotNull() & ~cid_all_ok, F.lit("malformed cidAll list")),
     ]
     parse_error = F.when(F.col("event").isNotNull(), F.coalesce(
+        F.when(~F.col("_dated"), F.lit("no date and time at the start of the line")),
         F.when(F.col("ts").isNull(), F.lit("invalid timestamp")),
         *[F.when(condition, reason) for condition, reason in reasons],
     ))
@@ -417,13 +517,17 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str, *,
 
     ``event`` is null for a line that matches no template: other RocketMQ lines, stack-trace
     continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``,
-    ``level`` and ``message`` are still set whenever the line's header parsed. A line that matched a
-    template but whose values cannot be read keeps its event and gets a short ``parse_error``
-    (``invalid timestamp``, ``line does not fit the <EVENT> template``, ``non-numeric <field>``,
-    ``malformed MessageQueue set``, ``malformed MessageQueue``, ``malformed cidAll list``).
+    ``log_layout`` and ``message`` are still set whenever the line starts with a date and time.
+    A line that matched a template but whose values cannot be read keeps its event and gets a
+    short ``parse_error`` (``no date and time at the start of the line`` — a template in a layout
+    without a date, whose day cannot be known —, ``invalid timestamp``, ``line does not fit the
+    <EVENT> template``, ``non-numeric <field>``, ``malformed MessageQueue set``,
+    ``malformed MessageQueue``, ``malformed cidAll list``).
 
-    Column notes: ``thread`` and ``logger`` come from the header (a 4.9 line carries one of the
-    two); ``logger`` is the 5.x ``%logger{12}`` without ``#method:line``. ``queues`` is the
+    Column notes: ``thread`` and ``logger`` come from the header where its ``log_layout`` gives
+    them (a 4.9 line carries one of the two); ``logger`` is the 5.x ``%logger{12}`` without
+    ``#method:line``, and a padded logger name without its padding. ``message`` of a template line
+    starts at the template's opening. ``queues`` is the
     rebalance set, or the one queue of a persist / flow-control / add / remove line, with ``topic``
     taken from that queue. ``send expire msg back`` prints no broker name (``store_host`` is the
     store's address), so its queue is ``(topic, null, queueId)``; its ``topic`` is the message's,

@@ -159,6 +159,79 @@ def test_crlf_ending_is_not_part_of_the_message_or_the_last_value(spark):
     assert_frames(actual, expected)
 
 
+def test_padded_logger_name_is_the_logger_not_the_thread(spark):
+    # %-60c pads the logger name before " - "
+    line = ("2025-03-14 10:15:02,481 INFO RocketmqClient" + " " * 46 + "- doRebalance, "
+            "GID_orders, add a new mq, MessageQueue [topic=TopicOrders, brokerName=broker-b, "
+            "queueId=0]")
+
+    actual = parse(spark, line).select(HEADER_COLUMNS + ["event"])
+
+    expected = subset_rows(spark, HEADER_COLUMNS + ["event"],
+                           (1, utc(2025, 3, 14, 2, 15, 2, 481000), "INFO", None, "RocketmqClient",
+                            None, "4.9", "MQ_ADDED"))
+    assert_frames(actual, expected)
+
+
+def test_bracketed_thread_alone_is_the_thread_without_brackets(spark):
+    line = ("2025-03-14 10:15:02.481 INFO  [RebalanceService] - doRebalance, GID_orders, add a new "
+            "mq, MessageQueue [topic=TopicOrders, brokerName=broker-b, queueId=0]")
+
+    actual = parse(spark, line).select(HEADER_COLUMNS + ["event"])
+
+    expected = subset_rows(spark, HEADER_COLUMNS + ["event"],
+                           (1, utc(2025, 3, 14, 2, 15, 2, 481000), "INFO", "RebalanceService",
+                            None, None, "4.9", "MQ_ADDED"))
+    assert_frames(actual, expected)
+
+
+def test_thread_in_braces_before_the_level(spark):
+    line = ("2025-03-14 10:15:05.002 {MQClientFactoryScheduledThread} INFO RocketmqClient - "
+            f"[persistAll] Group: GID_orders ClientId: {CLIENT} updateConsumeOffsetToBroker "
+            "MessageQueue [topic=TopicOrders, brokerName=broker-a, queueId=1] 184467")
+    columns = HEADER_COLUMNS + ["event", "offset"]
+
+    actual = parse(spark, line).select(columns)
+
+    expected = subset_rows(spark, columns,
+                           (1, utc(2025, 3, 14, 2, 15, 5, 2000), "INFO",
+                            "MQClientFactoryScheduledThread", "RocketmqClient", None,
+                            "thread_first", "PERSIST_OFFSET", 184467))
+    assert_frames(actual, expected)
+
+
+def test_dated_line_of_an_unknown_header_shape_still_gives_time_and_template(spark):
+    # level after the logger, no " - ": the template opening follows the header's "|"
+    line = ("2025-03-14 10:15:05.002 RocketmqClient:INFO|[persistAll] Group: GID_orders "
+            f"ClientId: {CLIENT} updateConsumeOffsetToBroker MessageQueue [topic=TopicOrders, "
+            "brokerName=broker-a, queueId=1] 184467")
+    columns = HEADER_COLUMNS + ["event", "group", "offset", "parse_error"]
+
+    actual = parse(spark, line).select(columns)
+
+    expected = subset_rows(spark, columns,
+                           (1, utc(2025, 3, 14, 2, 15, 5, 2000), None, None, None, None, "other",
+                            "PERSIST_OFFSET", GROUP, 184467, None))
+    assert_frames(actual, expected)
+
+
+def test_template_text_inside_another_message_is_not_an_event(spark):
+    # the opening must follow the header separator, not sit inside a longer message
+    messages = [
+        "consume failed: doRebalance, GID_orders, add a new mq, MessageQueue [topic=T, "
+        "brokerName=b, queueId=0]",
+        f"[persist] Group: GID_orders ClientId: {CLIENT} updateConsumeOffsetToBroker "
+        "MessageQueue [topic=T, brokerName=b, queueId=0] 7",
+    ]
+    lines = [f"2025-03-14 10:15:02 INFO RebalanceService - {m}" for m in messages]
+
+    actual = parse(spark, *lines).select("_line_no", "event", "message")
+
+    expected = subset_rows(spark, ["_line_no", "event", "message"],
+                           *[(n, None, m) for n, m in enumerate(messages, start=1)])
+    assert_frames(actual, expected)
+
+
 # --- time zones ------------------------------------------------------------------------------
 
 def test_wall_clock_past_midnight_in_gmt8_lands_on_the_previous_utc_day(spark):
@@ -489,6 +562,18 @@ def test_stack_trace_exception_blank_and_null_lines_give_all_null_rows(spark):
 
 
 # --- matched but broken ----------------------------------------------------------------------
+
+def test_template_line_without_a_date_is_a_parse_error_not_an_unmatched_line(spark):
+    line = ("10:15:02.480 [RebalanceService] INFO  RocketmqClient - doRebalance, GID_orders, add "
+            "a new mq, MessageQueue [topic=TopicOrders, brokerName=broker-b, queueId=0]")
+    columns = ["_line_no", "ts", "event", "group", "log_layout", "parse_error"]
+
+    actual = parse(spark, line).select(columns)
+
+    expected = subset_rows(spark, columns, (1, None, "MQ_ADDED", GROUP, None,
+                                            "no date and time at the start of the line"))
+    assert_frames(actual, expected)
+
 
 def test_impossible_date_on_a_matched_line_is_a_parse_error(spark):
     line = ("2025-13-45 10:15:02 INFO RebalanceService - doRebalance, GID_orders, add a new mq, "

@@ -83,6 +83,16 @@ def test_sql_json_prints_one_object_per_row(lake_dir):
     assert proc.stdout.splitlines() == ['{"n": 19}']
 
 
+def test_sql_accepts_a_lake_path_relative_to_the_working_directory(lake_dir):
+    relative = os.path.relpath(lake_dir, REPO)
+    assert not Path(relative).is_absolute()
+
+    proc = rocketlens("sql", "SELECT count(*) AS n FROM silver.queue_offsets", "--lake", relative,
+                      "--format", "json")
+
+    assert proc.stdout.splitlines() == ['{"n": 19}']
+
+
 def test_sql_json_renders_timestamps_as_iso_utc(lake_dir):
     proc = rocketlens("sql", "SELECT ts, lag FROM silver.queue_offsets WHERE topic = 'billing' "
                       "AND queue_id = 0 ORDER BY ts", "--lake", str(lake_dir), "--format", "json")
