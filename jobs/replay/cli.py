@@ -12,7 +12,7 @@ import json
 
 import click
 
-from jobs.cli import RocketlensError, UsageProblem
+from jobs.cli_common import RocketlensError, UsageProblem
 
 REPLAY_ENGINES = ("python", "sail", "spark")
 
