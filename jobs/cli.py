@@ -14,7 +14,9 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -78,11 +80,13 @@ def _check_landing_data(landing: Path, run_date: dt.date) -> None:
 class _OneLineErrors(click.Group):
     """Usage errors as one ``rocketlens: …`` line (exit 2) instead of click's usage block."""
 
-    def main(self, *args, **kwargs):
-        if not kwargs.pop("standalone_mode", True):
-            return super().main(*args, standalone_mode=False, **kwargs)
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        kwargs.update(prog_name=prog_name, complete_var=complete_var)
+        if not standalone_mode:
+            return super().main(args, standalone_mode=False, **kwargs)
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, standalone_mode=False, **kwargs)
         except click.UsageError as exc:
             path = exc.ctx.command_path if exc.ctx else "rocketlens"
             click.echo(f"rocketlens: {exc.format_message()} (see '{path} --help')", err=True)

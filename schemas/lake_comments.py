@@ -65,7 +65,8 @@ TABLES: dict[str, dict[str, str]] = {
     "bronze.client_log_events": {
         "_table": "rocketmq_client.log lines matching a known template",
         "host": "host the log came from (landing folder)",
-        "event": "REBALANCE_RESULT, PERSIST_OFFSET, FLOW_CONTROL_*, NOT_IN_CID_ALL, SEND_EXPIRE_MSG_BACK, MQ_ADDED, MQ_REMOVED",
+        "event": ("REBALANCE_RESULT, PERSIST_OFFSET, FLOW_CONTROL_*, NOT_IN_CID_ALL, SEND_EXPIRE_MSG_BACK, "
+                  "MQ_ADDED, MQ_REMOVED"),
         "level": "log level",
         "thread": "logging thread",
         "logger": "logger name",

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import (minutes_between, number_episodes, severity,
-                                 with_previous_snapshot)
+from jobs.gold.episodes import minutes_between, number_episodes, severity, with_previous_snapshot
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",

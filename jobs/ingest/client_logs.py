@@ -290,7 +290,7 @@ def _literal_prefixes(signature: str) -> tuple[str, ...]:
     body = signature.removeprefix("^")
     if body.startswith("(?:client )?"):
         return tuple(p + q for p in ("client ", "") for q in _literal_prefixes(body[12:]))
-    literal = re.match(r"(?:[^\\\[\](){}.*+?|^$]|\\[.\[\]])*", body).group(0)
+    literal = re.match(r"(?:[^\\\[\](){}.*+?|^$]|\\[.\[\]])*", body).group(0)  # type: ignore[union-attr]
     return (literal.replace("\\", ""),)
 
 

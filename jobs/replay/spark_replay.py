@@ -491,7 +491,8 @@ def with_state_id(sort_inputs: bool = True) -> Callable[[DataFrame], DataFrame]:
             if name not in df.columns:
                 df = df.withColumn(name, F.lit(None).cast(data_type))
         if sort_inputs:
-            df = df.withColumn("mq_all", sort_mq_all(F.col("mq_all"))).withColumn("cid_all", sort_cid_all(F.col("cid_all")))
+            df = (df.withColumn("mq_all", sort_mq_all(F.col("mq_all")))
+                  .withColumn("cid_all", sort_cid_all(F.col("cid_all"))))
         state = F.struct(*[F.col(c) for c in STATE_COLUMNS if c != "state_id"])
         return df.withColumn("state_id", F.sha2(F.to_json(state), 256))
     return transform

@@ -50,8 +50,8 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
     for gq in flow.tracked:
-        episodes += _runs(gq, ts, tr, "orphan", lambda k: not (seen[k] and tr.owners[gq][k]))
-        episodes += _runs(gq, ts, tr, "double", lambda k: seen[k] and len(tr.owners[gq][k]) >= 2)
+        episodes += _runs(gq, ts, tr, "orphan", lambda k, gq=gq: not (seen[k] and tr.owners[gq][k]))
+        episodes += _runs(gq, ts, tr, "double", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) >= 2)
         episodes += _stuck_runs(gq, ts, tr)
     episodes = [e for e in episodes if _keep(e, ts, tr)]
     faults_out = []

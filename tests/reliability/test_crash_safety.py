@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from jobs import lake
-from tests.reliability.conftest import D, D1
+from tests.reliability.conftest import D1, D
 from tests.reliability.lakes import REPO, cli_env, contents, rocketlens, run_args
 
 pytestmark = pytest.mark.delta
