@@ -76,7 +76,7 @@ def bench_spark(engine: str, states: list[dict], snapshots_per_state: int) -> No
               f"-> {n / wall:,.0f} states/s")
 
         k = snapshots_per_state
-        # Not cached: a local classic JVM (1 GB heap) runs out of memory caching large runs, and
+        # Not cached: a local classic JVM (default heap) runs out of memory caching large runs, and
         # Sail ignores cache(); both timings below rebuild the same cross join.
         snapshots_df = (states_df
                         .crossJoin(spark.range(k).withColumnRenamed("id", "snapshot"))

@@ -127,10 +127,6 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     from jobs.runlog import RunLog
 
     settings = load_settings(conf)
-    try:
-        delta = lake_mod.lake_format() == "delta"
-    except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
     _check_run_paths(landing, lake)
     _check_landing_data(landing, run_date)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
@@ -139,7 +135,7 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     log = RunLog(run_id, run_date, log_format)
     findings: dict[str, int] = {}
     try:
-        with session(engine, remote, settings, delta=delta) as spark:
+        with session(engine, remote, settings, delta=lake_mod.store().needs_delta) as spark:
             if log_format == "json":
                 log("started", engine=engine, landing=str(landing), lake=str(lake))
             else:

@@ -3,7 +3,7 @@
 Frame builders (``bronze_frames``, ``silver_frames``) are pure wiring of transforms and can be
 used without Delta; ``run_day`` adds the edges: it replaces each layer's day partition
 (``lake.write_day``) and reads bronze back for silver, so a rerun of a day replaces, never appends.
-A run killed anywhere is repaired by running the day again (README, Failure modes).
+A run killed anywhere is repaired by running the day again (docs/operations.md, Failure modes).
 """
 
 from __future__ import annotations

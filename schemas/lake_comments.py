@@ -22,7 +22,7 @@ COMMON: dict[str, str] = {
     "_run_id": "id of the run that wrote the row",
     "evidence": "short sentence naming the clients, offsets and times that prove the cause",
     "severity": "INFO, WARN or CRITICAL (DESIGN.md 4)",
-    "root_cause": "first cause that holds (README Findings)",
+    "root_cause": "first cause that holds (docs/rules.md)",
     "first_seen": "first snapshot of the episode",
     "last_seen": "last snapshot of the episode",
     "lag": "broker_offset - consumer_offset, at least 0",
@@ -96,7 +96,7 @@ TABLES: dict[str, dict[str, str]] = {
         "source_file": "landing file, relative to the landing root",
         "line_no": "1-based line number",
         "raw": "the line, cut at 64 KiB",
-        "reason": "first failing check (README Landing)",
+        "reason": "first failing check (docs/lake.md)",
     },
     "bronze.ingest_counts": {
         "_table": "per source file and run: lines = accepted + quarantined + other_day + unmatched",

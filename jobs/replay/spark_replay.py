@@ -510,8 +510,8 @@ def replay_snapshots(snapshots_df: DataFrame, *, sort_inputs: bool = True) -> Da
     """
     keyed_df = snapshots_df.transform(with_state_id(sort_inputs))
     # A window, not dropDuplicates: Sail's aggregate charges each kept array value with the
-    # whole batch it was sliced from, and asked its 2 GiB pool for 4 GB on 1,200 distinct
-    # calls of 32 queues (gold.strategy_whatif at scale M).
+    # whole batch it was sliced from, and outgrew its memory pool on a few thousand distinct
+    # calls (gold.strategy_whatif).
     first_call = Window.partitionBy("state_id", "current_cid").orderBy("state_id")
     distinct_df = (keyed_df.select(*STATE_COLUMNS, "current_cid")
                    .withColumn("_call_rank", F.row_number().over(first_call))

@@ -1,5 +1,5 @@
 """Each operational failure: its own exit code and one ``rocketlens: …`` line on stderr saying
-what to do, no traceback (README, Failure modes). All fail before any table is written, so they
+what to do, no traceback (docs/operations.md, Failure modes). All fail before any table is written, so they
 run on both engines (``--engine`` of the pass)."""
 
 from __future__ import annotations
