@@ -1,10 +1,12 @@
-# Two commands matter on a fresh machine: `make demo` and `make test`.
+# Two commands matter on a fresh machine: `make demo` and `make test`. The first run of either
+# creates .venv and installs the package with its test extra (pyspark, pysail, delta-spark, pytest,
+# ruff, mypy); `make test` also installs chromium (as root) and the Airflow venv (.venv-airflow).
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-sail test-spark test-airflow venv clean bench dist
+.PHONY: demo test lint chromium test-sail test-spark test-airflow venv clean bench dist
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "python3.11 not found: install Python 3.11 or run 'make PY=/path/to/python3.11'"; exit 1; }
@@ -22,7 +24,23 @@ demo: $(STAMP)
 # (Delta tests deselected there: the Delta jars come from Maven Central, out of reach here;
 # the real spark-submit runs there too, on a Parquet lake). Then the Airflow DAG tests, in
 # their own venv with real Airflow 3 (airflow/run_tests.sh).
-test: $(STAMP) test-sail test-spark test-airflow
+test: $(STAMP) lint chromium test-sail test-spark test-airflow
+
+# ruff and mypy, configured in pyproject.toml ([tool.ruff], [tool.mypy]).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# tests/test_report.py renders the HTML report in headless Chromium (Debian's package).
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (apt-get) for tests/test_report.py"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "chromium not found: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun make test"; \
+	  exit 1; \
+	fi
 
 test-sail: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q -m "not spark_only"
@@ -33,7 +51,7 @@ test-spark: $(STAMP)
 test-airflow:
 	PY=$(PY) bash airflow/run_tests.sh
 
-# Production artefacts under dist/ (see the README's spark-submit recipe): the wheel, a packed
+# Production artefacts under dist/ (see docs/operations.md, spark-submit): the wheel, a packed
 # venv for `spark-submit --archives dist/rocketlens-venv.tar.gz#environment` (without pyspark
 # and pysail: the cluster's Spark puts its own pyspark first on PYTHONPATH), the entry script and
 # conf/. The packed venv links to the interpreter it was built with ($(PY)); nodes need Python
@@ -53,7 +71,7 @@ dist: $(STAMP)
 	@ls -l dist
 
 # Never part of `make test`: simulates S and M days once (cached outside the repo, ~9 GB) and
-# runs the nightly pipeline per engine; figures in benchmarks/RESULTS.md. E.g.
+# runs the nightly pipeline per engine; figures in benchmarks/RESULTS.md (docs/performance.md). E.g.
 # make bench BENCH_ARGS="--scales S --engines sail"
 BENCH_ARGS ?=
 bench: $(STAMP)

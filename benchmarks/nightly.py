@@ -7,8 +7,8 @@ Per scale: simulates the ``sample`` scenario day once (cached under ``--cache``,
 ``$ROCKETLENS_BENCH_CACHE`` or ``~/.cache/rocketlens-bench``, outside the repo), measures the
 raw-read floor (``benchmarks.raw_floor``: pyarrow reading the same files), then runs
 ``rocketlens run`` in a subprocess per engine — Sail into a Delta lake (the default setup),
-and, for the engine ratio, Sail and classic Spark local[2] into the test-only Parquet lake
-(Delta jars cannot be fetched for classic Spark here) — sampling the process tree's resident
+and, for the engine ratio, Sail and classic Spark local[2] into the test-side Parquet lake
+(``tests/lake_hooks.py``; Delta jars cannot be fetched for classic Spark here) — sampling the process tree's resident
 memory every 0.2 s. Then replay on change vs naive per-snapshot replay on the Sail lake
 (``benchmarks.replay_day``). Prints one table and appends every figure as JSON to
 ``<cache>/results.jsonl``.
@@ -94,10 +94,11 @@ def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str,
     the cached lake would grow with every benchmark)."""
     shutil.rmtree(lake_dir, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
-    env["ROCKETLENS_LAKE_FORMAT"] = lake_format
+    env["ROCKETLENS_TEST_LAKE_FORMAT"] = lake_format
     if sail_memory_pool_mib is not None:  # else the setting's default (conf/base.toml)
         env["ROCKETLENS__ENGINE__SAIL_MEMORY_POOL_MIB"] = str(sail_memory_pool_mib)
-    cmd = [sys.executable, "-m", "jobs", "run", "--date", DAY.isoformat(), "--landing", str(landing),
+    # tests/lake_hooks.py: rocketlens with the Parquet store installed when lake_format says so
+    cmd = [sys.executable, "-m", "tests.lake_hooks", "run", "--date", DAY.isoformat(), "--landing", str(landing),
            "--lake", str(lake_dir), "--engine", engine, "--log-format", "json"]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

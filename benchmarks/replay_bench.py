@@ -27,7 +27,8 @@ def random_state(rng: random.Random, n: int) -> dict:
     per_broker = rng.randint(1, 12)
     mq_all = sorted_mq_all(MessageQueue("TopicTest", b, q) for b in brokers for q in range(per_broker))
     cid_all = sorted_cid_all(
-        f"{rng.choice(ROOMS) + '-' if roomed else ''}10.0.{rng.randint(0, 3)}.{rng.randint(1, 250)}@{rng.randint(1, 65535)}"
+        f"{rng.choice(ROOMS) + '-' if roomed else ''}"
+        f"10.0.{rng.randint(0, 3)}.{rng.randint(1, 250)}@{rng.randint(1, 65535)}"
         for _ in range(rng.randint(1, 12)))
     return {"state_id": f"s{n}", "strategy": strategy, "virtual_nodes": 10,
             "consumer_idcs": list(ROOMS[:2]) if strategy == "MACHINE_ROOM" else None,
@@ -75,7 +76,7 @@ def bench_spark(engine: str, states: list[dict], snapshots_per_state: int) -> No
               f"-> {n / wall:,.0f} states/s")
 
         k = snapshots_per_state
-        # Not cached: a local classic JVM (1 GB heap) runs out of memory caching large runs, and
+        # Not cached: a local classic JVM (default heap) runs out of memory caching large runs, and
         # Sail ignores cache(); both timings below rebuild the same cross join.
         snapshots_df = (states_df
                         .crossJoin(spark.range(k).withColumnRenamed("id", "snapshot"))

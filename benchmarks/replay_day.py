@@ -15,13 +15,11 @@
 All cover the first ``H`` hours of the day; each is timed until the sum of allocated queue
 counts is collected (both on-change sums are reported: they must agree).
 
-Bounded memory: the whole M day (425 k snapshots) in one naive query was killed at 24 GiB;
-staging the day's snapshots takes 3.1 GiB at most and a naive query over 20,000 of them about
-3 GiB, so the naive side replays at most ``--chunk-snapshots`` (20,000) snapshots per query,
-cut at snapshot times, and sums the queries' times: each snapshot is replayed on its own, so
-the chunks add up to the whole span (M: 22 queries, peak 3.2 GiB). ``naive_chunks`` says how
-many queries that took; the per-query cost is small (at scale S, 24 hourly queries summed to
-26.7 s against 24.8 s for one). The snapshots are staged an hour at a time (not timed).
+Bounded memory: a whole large day in one naive query exhausts the machine's memory, so the
+naive side replays at most ``--chunk-snapshots`` snapshots per query, cut at snapshot times,
+and sums the queries' times: each snapshot is replayed on its own, so the chunks add up to the
+whole span. ``naive_chunks`` says how many queries that took; the per-query cost is small
+(benchmarks/RESULTS.md). The snapshots are staged an hour at a time (not timed).
 """
 
 from __future__ import annotations

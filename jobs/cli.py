@@ -2,7 +2,7 @@
 
 Exit codes: 0 ran (findings or not), 1 failure, 2 bad usage or settings, 3 findings at or above
 ``--fail-on``, 4 landing directory missing, 5 no landing data for the day, 6 engine did not start,
-7 Java missing for ``--engine spark`` (README, Failure modes). Every option also reads
+7 Java missing for ``--engine spark`` (docs/operations.md, Failure modes). Every option also reads
 ``ROCKETLENS_<OPTION>``. A failure prints one line, ``rocketlens: …``, saying what to do; usage
 errors too (no usage block), so a scheduler's log shows the reason on the last line.
 """
@@ -11,110 +11,33 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import sys
 import time
 import uuid
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
 from jobs import output
+from jobs.cli_common import (
+    ENGINE_CHOICE,
+    FindingsAtOrAbove,
+    LandingMissing,
+    NoDataForDay,
+    RocketlensError,
+    UsageProblem,
+    env_option,
+    first_line,
+    load_settings,
+    out_of_engine_memory,
+    parse_date,
+    session,
+)
 
 os.environ["TZ"] = "UTC"  # collected timestamps are rendered in UTC whatever the host's zone
 time.tzset()
-
-
-class RocketlensError(click.ClickException):
-    """A failure with a one-line, actionable message (exit 1)."""
-
-    exit_code = 1
-
-    def show(self, file=None) -> None:
-        click.echo(f"rocketlens: {self.format_message()}", err=True)
-
-
-class UsageProblem(RocketlensError):
-    """Bad usage or settings (exit 2)."""
-
-    exit_code = 2
-
-
-class LandingMissing(RocketlensError):
-    """``--landing`` does not exist (exit 4): a wrong path or storage not mounted."""
-
-    exit_code = 4
-
-
-class NoDataForDay(RocketlensError):
-    """The landing root holds no file for the day (exit 5): the collectors have not delivered."""
-
-    exit_code = 5
-
-
-class EngineDidNotStart(RocketlensError):
-    """The Spark engine could not be started or reached (exit 6)."""
-
-    exit_code = 6
-
-
-class JavaMissing(RocketlensError):
-    """``--engine spark`` needs a JVM and finds no Java (exit 7)."""
-
-    exit_code = 7
-
-
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-
-
-def _parse_date(ctx, param, value: str | None) -> dt.date | None:
-    """Exactly ``YYYY-MM-DD`` of a real day (not ``2025-1-5``, ``20251121``, ISO week dates, or
-    a time): the day names partitions and folders, so it must have one spelling."""
-    if value is None:
-        return None
-    try:
-        if not _DAY.fullmatch(value):
-            raise ValueError
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a UTC calendar day YYYY-MM-DD") from None
-
-
-def _opt(name: str, *dest: str, **kwargs):
-    """An option that also reads ``ROCKETLENS_<OPTION>`` (DESIGN.md §1)."""
-    env = "ROCKETLENS_" + name.lstrip("-").replace("-", "_").upper()
-    return click.option(name, *dest, envvar=env, show_envvar=True, **kwargs)
-
-
-def _load_settings(conf: str | None):
-    from jobs.settings import SettingsError, load_settings
-
-    try:
-        return load_settings(conf)
-    except SettingsError as exc:
-        raise UsageProblem(str(exc)) from None
-
-
-@contextmanager
-def _session(engine: str, remote: str | None, settings, delta: bool = True):
-    """The engine's session; its start failures become one-line errors with their exit code."""
-    from jobs.engine import EngineConfigError, EngineError, JavaNotFound, open_session
-
-    with ExitStack() as stack:
-        try:
-            spark = stack.enter_context(open_session(
-                engine, remote=remote or settings.engine.remote or None, delta=delta,
-                shuffle_partitions=settings.engine.shuffle_partitions,
-                connect_timeout=settings.engine.connect_timeout_seconds,
-                sail_memory_pool_mib=settings.engine.sail_memory_pool_mib))
-        except EngineConfigError as exc:
-            raise UsageProblem(str(exc)) from None
-        except JavaNotFound as exc:
-            raise JavaMissing(str(exc)) from None
-        except EngineError as exc:
-            raise EngineDidNotStart(str(exc)) from None
-        yield spark
 
 
 def _check_run_paths(landing: Path, lake: Path) -> None:
@@ -154,17 +77,16 @@ def _check_landing_data(landing: Path, run_date: dt.date) -> None:
             "check the collectors or --landing, and rerun once the day has landed")
 
 
-ENGINE_CHOICE = click.Choice(["sail", "spark", "connect"])
-
-
 class _OneLineErrors(click.Group):
     """Usage errors as one ``rocketlens: …`` line (exit 2) instead of click's usage block."""
 
-    def main(self, *args, **kwargs):
-        if not kwargs.pop("standalone_mode", True):
-            return super().main(*args, standalone_mode=False, **kwargs)
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        kwargs.update(prog_name=prog_name, complete_var=complete_var)
+        if not standalone_mode:
+            return super().main(args, standalone_mode=False, **kwargs)
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, standalone_mode=False, **kwargs)
         except click.UsageError as exc:
             path = exc.ctx.command_path if exc.ctx else "rocketlens"
             click.echo(f"rocketlens: {exc.format_message()} (see '{path} --help')", err=True)
@@ -183,29 +105,18 @@ def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
-
-
-class FindingsAtOrAbove(RocketlensError):
-    """The run succeeded and found what ``--fail-on`` asks to fail on (exit 3, for Airflow)."""
-
-    exit_code = 3
-
-
 @main.command()
-@_opt("--date", "run_date", required=True, callback=_parse_date, help="UTC day YYYY-MM-DD.")
-@_opt("--landing", required=True, type=click.Path(file_okay=False, path_type=Path),
+@env_option("--date", "run_date", required=True, callback=parse_date, help="UTC day YYYY-MM-DD.")
+@env_option("--landing", required=True, type=click.Path(file_okay=False, path_type=Path),
       help="Landing root: <landing>/<source>/date=YYYY-MM-DD/.")
-@_opt("--lake", required=True, type=click.Path(file_okay=False, path_type=Path),
+@env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path),
       help="Lake root: <lake>/<layer>/<table> (Delta).")
-@_opt("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
-@_opt("--remote", default=None, help="Spark Connect URL for --engine connect.")
-@_opt("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
-@_opt("--fail-on", type=click.Choice(["INFO", "WARN", "CRITICAL"]), default=None,
+@env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
+@env_option("--remote", default=None, help="Spark Connect URL for --engine connect.")
+@env_option("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
+@env_option("--fail-on", type=click.Choice(["INFO", "WARN", "CRITICAL"]), default=None,
       help="Exit 3 when the day has gold findings at or above this severity.")
-@_opt("--log-format", type=click.Choice(["text", "json"]), default="text",
+@env_option("--log-format", type=click.Choice(["text", "json"]), default="text",
       help="Progress on stderr: text, or one JSON object per step with the run_id.")
 def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote: str | None,
         conf: str | None, fail_on: str | None = None, log_format: str = "text") -> None:
@@ -215,11 +126,7 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     from jobs.pipeline import NoLandingData, run_day
     from jobs.runlog import RunLog
 
-    settings = _load_settings(conf)
-    try:
-        delta = lake_mod.lake_format() == "delta"
-    except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
+    settings = load_settings(conf)
     _check_run_paths(landing, lake)
     _check_landing_data(landing, run_date)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
@@ -228,7 +135,7 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     log = RunLog(run_id, run_date, log_format)
     findings: dict[str, int] = {}
     try:
-        with _session(engine, remote, settings, delta=delta) as spark:
+        with session(engine, remote, settings, delta=lake_mod.store().needs_delta) as spark:
             if log_format == "json":
                 log("started", engine=engine, landing=str(landing), lake=str(lake))
             else:
@@ -242,15 +149,12 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
             error: RocketlensError = NoDataForDay(str(exc))
         elif isinstance(exc, RocketlensError):
             error = exc
-        elif any(m in str(exc) for m in ("Resources exhausted", "Failed to allocate additional")):
-            # the embedded engine's memory pool (engine.sail_memory_pool_mib) is too small
-            error = RocketlensError(
-                f"run of {run_date} ran out of engine memory ({_first_line(exc)}); raise "
-                f"engine.sail_memory_pool_mib (now {settings.engine.sail_memory_pool_mib}) "
-                f"and rerun (run_id={run_id})")
+        elif out_of_memory := out_of_engine_memory(exc, settings):
+            error = RocketlensError(f"run of {run_date} {out_of_memory} and rerun "
+                                    f"(run_id={run_id})")
         else:  # anything else: one line; the progress lines above say how far it got
             error = RocketlensError(
-                f"run of {run_date} failed ({type(exc).__name__}: {_first_line(exc)}); "
+                f"run of {run_date} failed ({type(exc).__name__}: {first_line(exc)}); "
                 f"tables of {run_date} may be incomplete until it is rerun "
                 f"(run_id={run_id})")
         if log_format == "json":
@@ -277,22 +181,22 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
 
 @main.command()
 @click.argument("query")
-@_opt("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
-@_opt("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
-@_opt("--engine", type=ENGINE_CHOICE, default=None)
-@_opt("--remote", default=None)
-@_opt("--conf", default=None, type=click.Path(dir_okay=False))
+@env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
+@env_option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@env_option("--engine", type=ENGINE_CHOICE, default=None)
+@env_option("--remote", default=None)
+@env_option("--conf", default=None, type=click.Path(dir_okay=False))
 def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None,
         conf: str | None) -> None:
     """Trusted ad-hoc SQL over every lake table (bronze.X, silver.X, gold.X).
 
     The query runs as given, with this process's rights: it can read or write any path the
     process can (``delta.`/any/path```, ``CREATE TABLE … LOCATION``). Never pass it text from
-    an untrusted source (README, Failure modes)."""
+    an untrusted source (docs/operations.md, Failure modes)."""
     from jobs import lake as lake_mod
 
-    settings = _load_settings(conf)
-    with _session(engine or settings.engine.name, remote, settings) as spark:
+    settings = load_settings(conf)
+    with session(engine or settings.engine.name, remote, settings) as spark:
         lake_mod.register_tables(spark, lake)
         try:
             df = spark.sql(query)
@@ -305,20 +209,20 @@ def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None
 
 
 @main.command()
-@_opt("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
-@_opt("--engine", type=ENGINE_CHOICE, default=None)
-@_opt("--remote", default=None)
-@_opt("--conf", default=None, type=click.Path(dir_okay=False))
+@env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
+@env_option("--engine", type=ENGINE_CHOICE, default=None)
+@env_option("--remote", default=None)
+@env_option("--conf", default=None, type=click.Path(dir_okay=False))
 def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None) -> None:
     """List lake tables with row counts, schemas and column comments."""
     from jobs import lake as lake_mod
     from schemas.lake_comments import column_comment
 
-    settings = _load_settings(conf)
+    settings = load_settings(conf)
     found = lake_mod.list_tables(lake)
     if not found:
         raise RocketlensError(f"no Delta tables under {lake}: run 'rocketlens run' first")
-    with _session(engine or settings.engine.name, remote, settings) as spark:
+    with session(engine or settings.engine.name, remote, settings) as spark:
         for layer, name, path in found:
             df = spark.read.format("delta").load(path)
             click.echo(f"{layer}.{name}  rows={df.count()}  {path}")
@@ -332,14 +236,21 @@ DEMO_DATE = dt.date(2025, 11, 21)
 
 
 @main.command()
-@_opt("--lake", type=click.Path(file_okay=False, path_type=Path), default=None,
-      help="Default: <out>/lake.")
-@_opt("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"))
-def demo(lake: Path | None, out: Path) -> None:
-    """Simulate the bundled sample day, run the nightly pipeline on it (embedded engine), print the
-    findings and write <out>/report.html."""
+@env_option("--lake", type=click.Path(file_okay=False, path_type=Path), default=None,
+            help="Default: <out>/lake.")
+@env_option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"))
+@env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
+@env_option("--remote", default=None, help="Spark Connect URL for --engine connect.")
+@env_option("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
+def demo(lake: Path | None, out: Path, engine: str | None = None, remote: str | None = None,
+         conf: str | None = None) -> None:
+    """Simulate the bundled sample day, run the nightly pipeline on it (the engine of the
+    settings: embedded by default), print the findings and write <out>/report.html."""
+    from jobs.report.build import write_report
     from jobs.simulate.run import simulate
 
+    settings = load_settings(conf)
+    engine = engine or settings.engine.name
     landing = out / "landing"
     lake = lake or out / "lake"
     click.echo(f"simulating scenario 'sample' for {DEMO_DATE} into {landing}", err=True)
@@ -347,27 +258,24 @@ def demo(lake: Path | None, out: Path) -> None:
     click.echo(f"  {len(truth['faults'])} injected faults listed in {landing / '_truth.json'}",
                err=True)
     click.get_current_context().invoke(run, run_date=DEMO_DATE, landing=landing, lake=lake,
-                                       engine="sail", remote=None, conf=None)
-    click.echo(f"\nfindings on {DEMO_DATE} (gold.group_health):")
-    click.echo(_demo_findings(lake), nl=False)
-    from jobs.report.cli import report_for_demo
-
+                                       engine=engine, remote=remote, conf=conf)
     report_path = out / "report.html"
-    report_for_demo(lake, DEMO_DATE, report_path)
+    with session(engine, remote, settings) as spark:
+        click.echo(f"\nfindings on {DEMO_DATE} (gold.group_health):")
+        click.echo(_demo_findings(spark, lake), nl=False)
+        write_report(spark, lake, DEMO_DATE, report_path)
     click.echo(f"\nreport: {report_path}")
     click.echo(f"query them: rocketlens sql \"SELECT * FROM gold.orphaned_queues\" --lake {lake}")
 
 
-def _demo_findings(lake: Path) -> str:
+def _demo_findings(spark, lake: Path) -> str:
     from jobs import lake as lake_mod
-    from jobs.engine import open_session
 
-    with open_session("sail") as spark:
-        df = (lake_mod.read_day(spark, lake, "gold", "group_health", DEMO_DATE)
-              .orderBy("group")
-              .select("group", "status", "orphaned_queues", "double_owned_queues",
-                      "stuck_queues", "rebalances", "findings"))
-        rows = [r.asDict(recursive=True) for r in df.collect()]
+    df = (lake_mod.read_day(spark, lake, "gold", "group_health", DEMO_DATE)
+          .orderBy("group")
+          .select("group", "status", "orphaned_queues", "double_owned_queues",
+                  "stuck_queues", "rebalances", "findings"))
+    rows = [r.asDict(recursive=True) for r in df.collect()]
     for r in rows:
         r["findings"] = "; ".join(r["findings"][:3]) + (" …" if len(r["findings"]) > 3 else "")
     return output.render(["group", "status", "orphaned_queues", "double_owned_queues",

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
+from jobs.settings import EngineSettings
+
 ENGINES = ("sail", "spark", "connect")
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -36,13 +38,16 @@ class JavaNotFound(EngineError):
     """``--engine spark`` outside spark-submit and no Java to start the JVM with."""
 
 
-CONNECT_TIMEOUT_SECONDS = 60
-SAIL_MEMORY_POOL_MIB = 0  # unbounded: see _limit_sail_memory
+# Defaults of callers without settings (tests, replay): the settings model's (jobs/settings.py).
+_DEFAULTS = EngineSettings()
+CONNECT_TIMEOUT_SECONDS = _DEFAULTS.connect_timeout_seconds
+SAIL_MEMORY_POOL_MIB = _DEFAULTS.sail_memory_pool_mib  # 0, unbounded: see _limit_sail_memory
 
 
 @contextmanager
 def open_session(engine: str = "sail", *, remote: str | None = None, delta: bool = True,
-                 master: str | None = None, shuffle_partitions: int = 8,
+                 master: str | None = None,
+                 shuffle_partitions: int = _DEFAULTS.shuffle_partitions,
                  app_name: str = "rocketlens",
                  connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
                  sail_memory_pool_mib: int = SAIL_MEMORY_POOL_MIB) -> Iterator[SparkSession]:
@@ -114,10 +119,10 @@ def _apply_common_conf(spark: SparkSession) -> None:
 
 def _limit_sail_memory(pool_mib: int) -> None:
     """Give the embedded server a bounded ``fair`` memory pool (0: unbounded): sorts and
-    aggregates beyond it spill to temporary files. Unbounded, numbering the lines of one 4.9 GB
-    landing file sorted it in memory (6.4 GB RSS at bench scale M; 3.2 GB with a 2 GiB pool, in
-    the same time). Off by default: Sail 0.7.2's hash-join build sides do not spill, and the whole
-    M day failed in a 2 GiB pool (``HashJoinInput`` in silver.queue_ownership). Sail reads these
+    aggregates beyond it spill to temporary files. Unbounded, numbering the lines of a large
+    landing file sorts it in memory; a pool halves that peak in the same time. Off by default:
+    Sail 0.7.2's hash-join build sides do not spill, so a pool too small for a day's joins fails
+    the run (``HashJoinInput``; benchmarks/RESULTS.md). Sail reads these
     ``SAIL_*`` variables when its server starts; the setting always decides, so a value
     inherited from a parent run cannot override it."""
     keys = ("SAIL_RUNTIME__MEMORY_POOL__TYPE", "SAIL_RUNTIME__MEMORY_POOL__FAIR__MAX_SIZE")
@@ -179,9 +184,9 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
         builder = (builder.master(master or "local[2]")
                    .config("spark.ui.enabled", "false")
                    .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-                   # the local JVM's default 1 GiB heap ran out building broadcast tables chosen
-                   # on low size estimates (compressed staged Parquet) at bench scale S; under
-                   # spark-submit the cluster's own settings apply
+                   # the local JVM's default heap ran out building broadcast tables chosen on
+                   # low size estimates (compressed staged Parquet); under spark-submit the
+                   # cluster's own settings apply
                    .config("spark.sql.autoBroadcastJoinThreshold", "-1"))
     for key, value in COMMON_CONF.items():
         builder = builder.config(key, value)

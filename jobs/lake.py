@@ -9,7 +9,7 @@ fails ``replaceWhere`` on any table whose files hold an array column produced by
 (tests/test_lake.py pins it). The two commits are not atomic: a reader between them sees the day
 missing, and a run killed between them leaves it missing until the rerun, which restores it.
 
-Concurrent runs (README, Failure modes): Sail 0.7.2 refuses any Delta commit made on a table
+Concurrent runs (docs/operations.md, Failure modes): Sail 0.7.2 refuses any Delta commit made on a table
 version another writer has moved past ("Failed to commit transaction", even for a DELETE of
 another day; "Missing commit file" while the log is being listed), and classic Delta raises
 ``Concurrent*Exception``. ``write_day`` retries the whole replace (DELETE + append) on such a
@@ -23,15 +23,11 @@ lifetime; the kernel drops it when the process dies, even on SIGKILL. A run remo
 of dead runs when it starts (``staging_area``). A leftover is harmless meanwhile: only its own run
 ever reads it and ``list_tables`` never looks there.
 
-Test-only hook: ``ROCKETLENS_TEST_KILL_AFTER_DELETE=<layer.table>`` makes the run SIGKILL itself
-right after that table's DELETE commit, before the append — the one crash point no outside
-observer can hit reliably (tests/reliability/test_crash_safety.py). Never set it elsewhere.
-
-Test-only Parquet lake: ``ROCKETLENS_LAKE_FORMAT=parquet`` writes every table as plain Parquet
-(``<table>/date=D/`` replaced per run, schema kept in ``<table>/_rocketlens_schema.json`` so an
-empty day still reads back). It exists for tests and air-gapped checks of the whole pipeline on
-classic Spark, whose Delta jars come from Maven Central; it has no transactions, no ``sql`` or
-``tables`` registration, and is never for production.
+The storage seam: every table read, write and existence check goes through the current
+:class:`LakeStore`, :class:`DeltaStore` unless :func:`use_store` installed another. Only the
+tests and benchmarks do (``tests/lake_hooks.py``): a Parquet store, for the whole pipeline on
+classic Spark, whose Delta jars come from Maven Central; a Delta store that kills the run between
+a table's DELETE and its append, the one crash point no outside observer can hit reliably.
 """
 
 from __future__ import annotations
@@ -43,11 +39,11 @@ import logging
 import os
 import random
 import shutil
-import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -55,10 +51,6 @@ from pyspark.sql.types import StructType
 log = logging.getLogger(__name__)
 
 LAYERS = ("bronze", "silver", "gold")
-LAKE_FORMATS = ("delta", "parquet")
-FORMAT_ENV = "ROCKETLENS_LAKE_FORMAT"
-PARQUET_SCHEMA_FILE = "_rocketlens_schema.json"
-KILL_AFTER_DELETE_ENV = "ROCKETLENS_TEST_KILL_AFTER_DELETE"
 
 COMMIT_ATTEMPTS = 10
 # Messages of a lost optimistic-concurrency race: Sail 0.7.2's, then delta-spark's exceptions.
@@ -67,17 +59,68 @@ _CONFLICT_MARKERS = ("Failed to commit transaction", "Missing commit file", "Con
                      "already exists")
 
 
-def lake_format() -> str:
-    """``delta`` unless ``ROCKETLENS_LAKE_FORMAT=parquet`` (tests and air-gapped checks only)."""
-    value = os.environ.get(FORMAT_ENV, "delta").strip().lower() or "delta"
-    if value not in LAKE_FORMATS:
-        raise ValueError(f"{FORMAT_ENV}={value!r}: choose one of {', '.join(LAKE_FORMATS)}")
-    return value
+class LakeStore(Protocol):
+    """How the lake's tables are stored: the seam :func:`use_store` swaps."""
+
+    needs_delta: bool  # the session must load Delta (its catalog and SQL extension)
+    table_marker: str  # the entry inside a folder that makes it a table
+
+    def exists(self, spark: SparkSession, path: str) -> bool: ...
+
+    def replace_day(self, spark: SparkSession, df: DataFrame, path: str,
+                    run_date: dt.date) -> None: ...
+
+    def read(self, spark: SparkSession, path: str) -> DataFrame: ...
+
+
+class DeltaStore:
+    """Delta tables partitioned by ``date``; a day is replaced by DELETE + append (module
+    docstring: why not ``replaceWhere``, and what a crash between the two leaves)."""
+
+    needs_delta = True
+    table_marker = "_delta_log"
+
+    def exists(self, spark: SparkSession, path: str) -> bool:
+        if not (Path(path) / self.table_marker).exists():
+            return False
+        try:
+            spark.read.format("delta").load(path).schema  # noqa: B018 - forces the log read
+            return True
+        except Exception:
+            return False
+
+    def replace_day(self, spark: SparkSession, df: DataFrame, path: str,
+                    run_date: dt.date) -> None:
+        if self.exists(spark, path):
+            self.delete_day(spark, path, run_date)
+            df.write.format("delta").mode("append").save(path)
+        else:
+            df.write.format("delta").mode("append").partitionBy("date").save(path)
+
+    def delete_day(self, spark: SparkSession, path: str, run_date: dt.date) -> None:
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE date = DATE'{run_date.isoformat()}'").collect()
+
+    def read(self, spark: SparkSession, path: str) -> DataFrame:
+        return spark.read.format("delta").load(path)
+
+
+_store: LakeStore = DeltaStore()
+
+
+def store() -> LakeStore:
+    """The store every lake function uses (:class:`DeltaStore` unless replaced)."""
+    return _store
+
+
+def use_store(new: LakeStore) -> LakeStore:
+    """Make ``new`` the store of this process; returns the previous one (tests restore it)."""
+    global _store
+    previous, _store = _store, new
+    return previous
 
 
 def _is_table(path: Path) -> bool:
-    marker = "_delta_log" if lake_format() == "delta" else PARQUET_SCHEMA_FILE
-    return (path / marker).exists()
+    return (path / _store.table_marker).exists()
 
 
 def table_path(lake: str | Path, layer: str, name: str) -> str:
@@ -85,31 +128,21 @@ def table_path(lake: str | Path, layer: str, name: str) -> str:
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:
-    if not _is_table(Path(path)):
-        return False
-    if lake_format() == "parquet":
-        return True
-    try:
-        spark.read.format("delta").load(path).schema  # noqa: B018 - forces the log read
-        return True
-    except Exception:
-        return False
+    return _store.exists(spark, path)
 
 
 def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, name: str,
-              run_date: dt.date, *, attempts: int = COMMIT_ATTEMPTS, sleep=time.sleep) -> None:
+              run_date: dt.date, *, attempts: int = COMMIT_ATTEMPTS,
+              sleep: Callable[[float], None] = time.sleep) -> None:
     """Replace the ``date = run_date`` partition of ``layer.name`` with ``df`` (all of that day).
 
     A commit lost to a concurrent writer is retried (DELETE + append again), at most
     ``attempts`` times with exponential backoff and jitter; any other error is raised at once.
     """
     path = table_path(lake, layer, name)
-    if lake_format() == "parquet":
-        _write_parquet_day(df, path, run_date)
-        return
     for attempt in range(1, attempts + 1):
         try:
-            _replace_delta_day(spark, df, path, run_date, f"{layer}.{name}")
+            _store.replace_day(spark, df, path, run_date)
             return
         except Exception as exc:
             if attempt == attempts or not is_commit_conflict(exc):
@@ -126,32 +159,8 @@ def is_commit_conflict(exc: BaseException) -> bool:
     return any(marker in text for marker in _CONFLICT_MARKERS)
 
 
-def _replace_delta_day(spark: SparkSession, df: DataFrame, path: str, run_date: dt.date,
-                       table: str) -> None:
-    if table_exists(spark, path):
-        spark.sql(f"DELETE FROM delta.`{path}` WHERE date = DATE'{run_date.isoformat()}'").collect()
-        if os.environ.get(KILL_AFTER_DELETE_ENV) == table:
-            os.kill(os.getpid(), signal.SIGKILL)  # test-only crash point (module docstring)
-        df.write.format("delta").mode("append").save(path)
-    else:
-        df.write.format("delta").mode("append").partitionBy("date").save(path)
-
-
-def _write_parquet_day(df: DataFrame, path: str, run_date: dt.date) -> None:
-    """Replace ``<path>/date=D`` by hand: Sail ignores dynamic partition overwrite."""
-    shutil.rmtree(Path(path) / f"date={run_date.isoformat()}", ignore_errors=True)
-    df.write.mode("append").partitionBy("date").parquet(path)
-    Path(path).mkdir(parents=True, exist_ok=True)  # an empty frame may leave no folder (Sail)
-    (Path(path) / PARQUET_SCHEMA_FILE).write_text(df.schema.json())
-
-
 def read_table(spark: SparkSession, lake: str | Path, layer: str, name: str) -> DataFrame:
-    path = table_path(lake, layer, name)
-    if lake_format() == "parquet":
-        schema = StructType.fromJson(
-            json.loads((Path(path) / PARQUET_SCHEMA_FILE).read_text()))
-        return spark.read.schema(schema).parquet(path)
-    return spark.read.format("delta").load(path)
+    return _store.read(spark, table_path(lake, layer, name))
 
 
 def read_day(spark: SparkSession, lake: str | Path, layer: str, name: str,
@@ -183,7 +192,7 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
 
     Parsed landing lines feed three outputs (records, quarantine, counts); staging them parses
     each line once, and keeps the plans small: Sail otherwise plans the parse expressions again
-    inside every expression that uses their results, which costs seconds per query.
+    inside every expression that uses their results, which makes every query slow to plan.
     """
     path = staging_path(lake, run_id, name)
     df.write.mode("overwrite").parquet(path)
@@ -277,7 +286,7 @@ def drop_staging(lake: str | Path, run_id: str) -> None:
 
 
 def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:
-    """``(layer, name, path)`` of every lake table (Delta, or the test-only Parquet format)."""
+    """``(layer, name, path)`` of every lake table (of the current store)."""
     found = []
     for layer in LAYERS:
         layer_dir = Path(lake) / layer
@@ -335,7 +344,7 @@ def register_tables(spark: SparkSession, lake: str | Path) -> list[str]:
     ``DESCRIBE TABLE`` shows them). Sail 0.7.2 refuses a declared column list for an existing
     location whose schema holds an array or map column (it compares the element field names,
     "element" vs none, and finds them different), so such a table is registered without a column
-    list: its comments are shown by ``rocketlens tables`` only (README, Engine notes).
+    list: its comments are shown by ``rocketlens tables`` only (docs/engines.md).
     """
     names = []
     # LOCATION must be absolute; a relative --lake means one under the working directory

@@ -3,7 +3,7 @@
 Frame builders (``bronze_frames``, ``silver_frames``) are pure wiring of transforms and can be
 used without Delta; ``run_day`` adds the edges: it replaces each layer's day partition
 (``lake.write_day``) and reads bronze back for silver, so a rerun of a day replaces, never appends.
-A run killed anywhere is repaired by running the day again (README, Failure modes).
+A run killed anywhere is repaired by running the day again (docs/operations.md, Failure modes).
 """
 
 from __future__ import annotations
@@ -18,17 +18,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import lake
+from jobs.gold.double_owned_queues import build_double_owned_queues
+from jobs.gold.group_context import build_group_context, build_member_context
+from jobs.gold.group_health import build_group_health
+from jobs.gold.orphaned_queues import OrphanRules, explain_orphan_episodes, orphaned_snapshots_of_day
+from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
+from jobs.gold.strategy_whatif import build_strategy_whatif
+from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
-from jobs.gold.group_context import build_group_context, build_member_context
-from jobs.gold.double_owned_queues import build_double_owned_queues
-from jobs.gold.group_health import build_group_health
-from jobs.gold.orphaned_queues import (OrphanRules, explain_orphan_episodes,
-                                      orphaned_snapshots_of_day)
-from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
-from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
-from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.consume_status import build_consume_status

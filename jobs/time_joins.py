@@ -45,9 +45,9 @@ def merge_intervals(df: DataFrame, key: list[str], start: str, end: str) -> Data
     open; ``end`` ≥ ``start``). Rows of ``key, start, end`` only; a point is covered by the
     result exactly when it was covered by some input interval.
 
-    One window sorts every interval, on a key number and the bounds only: with the six string
-    key columns of the ownership claims (and a second window for the island number, then an
-    aggregate per island) it took 16 s for 14.5 M claims at bench scale M on Sail, ~6 s so."""
+    One window sorts every interval, on a key number and the bounds only: carrying the six string
+    key columns of the ownership claims through it (with a second window for the island number,
+    then an aggregate per island) was several times slower on Sail."""
     keys = (df.select(*key).distinct()
             .withColumn("_key", F.row_number().over(Window.orderBy(*key))))
     # null-safe: the window this replaces grouped null keys like any other

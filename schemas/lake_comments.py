@@ -22,7 +22,7 @@ COMMON: dict[str, str] = {
     "_run_id": "id of the run that wrote the row",
     "evidence": "short sentence naming the clients, offsets and times that prove the cause",
     "severity": "INFO, WARN or CRITICAL (DESIGN.md 4)",
-    "root_cause": "first cause that holds (README Findings)",
+    "root_cause": "first cause that holds (docs/rules.md)",
     "first_seen": "first snapshot of the episode",
     "last_seen": "last snapshot of the episode",
     "lag": "broker_offset - consumer_offset, at least 0",
@@ -65,7 +65,8 @@ TABLES: dict[str, dict[str, str]] = {
     "bronze.client_log_events": {
         "_table": "rocketmq_client.log lines matching a known template",
         "host": "host the log came from (landing folder)",
-        "event": "REBALANCE_RESULT, PERSIST_OFFSET, FLOW_CONTROL_*, NOT_IN_CID_ALL, SEND_EXPIRE_MSG_BACK, MQ_ADDED, MQ_REMOVED",
+        "event": ("REBALANCE_RESULT, PERSIST_OFFSET, FLOW_CONTROL_*, NOT_IN_CID_ALL, SEND_EXPIRE_MSG_BACK, "
+                  "MQ_ADDED, MQ_REMOVED"),
         "level": "log level",
         "thread": "logging thread",
         "logger": "logger name",
@@ -95,7 +96,7 @@ TABLES: dict[str, dict[str, str]] = {
         "source_file": "landing file, relative to the landing root",
         "line_no": "1-based line number",
         "raw": "the line, cut at 64 KiB",
-        "reason": "first failing check (README Landing)",
+        "reason": "first failing check (docs/lake.md)",
     },
     "bronze.ingest_counts": {
         "_table": "per source file and run: lines = accepted + quarantined + other_day + unmatched",

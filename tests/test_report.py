@@ -20,7 +20,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if not path:
-        pytest.fail("chromium not found: .ci/run installs it (apt-get install -y chromium)")
+        pytest.fail("chromium not found: `make test` installs it when run as root; "
+                    "otherwise apt-get install chromium")
     return path
 
 
@@ -71,3 +72,23 @@ def test_report_without_lake_fails_with_one_line(tmp_path):
                    str(tmp_path / "r.html"), check=False)
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("rocketlens: no gold.group_health")
+
+
+@pytest.mark.sail_only
+def test_report_opens_its_session_through_the_settings_memory_pool(sample_lake, tmp_path):
+    """``engine.sail_memory_pool_mib`` reaches ``report`` (it once opened a default session):
+    the day's aggregates do not fit 1 MiB, and the one line names the setting."""
+    import os
+    import sys
+
+    out = tmp_path / "r.html"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
+    env["ROCKETLENS__ENGINE__SAIL_MEMORY_POOL_MIB"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "jobs", "report", "--date", SAMPLE_DAY, "--lake",
+                           str(sample_lake), "--out", str(out)], cwd=Path(__file__).parents[1],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"rocketlens: report of {SAMPLE_DAY} ran out of engine memory (")
+    assert "raise engine.sail_memory_pool_mib (now 1) and run it again" in last
+    assert "Traceback" not in proc.stderr and not out.exists()

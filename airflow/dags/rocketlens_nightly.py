@@ -37,7 +37,7 @@ from airflow.sdk.exceptions import AirflowFailException
 log = logging.getLogger("rocketlens.alerts")
 
 # Airflow Variable → default. Paths are on the Airflow worker (client deploy mode) and shared
-# storage the cluster sees; ROCKETLENS_HOME holds what `make dist` builds (see the README).
+# storage the cluster sees; ROCKETLENS_HOME holds what `make dist` builds (see docs/operations.md).
 VARIABLES = {
     "rocketlens_landing": "/data/rocketmq/landing",
     "rocketlens_lake": "/data/rocketlens/lake",
@@ -55,7 +55,7 @@ SCHEDULE = CronDataIntervalTimetable("30 2 * * *", timezone="UTC")
 # First data interval; set to the first day the landing zone holds (catchup runs every day since).
 START_DATE = pendulum.parse(os.environ.get("ROCKETLENS_DAG_START_DATE", "2025-11-20"), tz="UTC")
 FINDINGS_EXIT_CODE = 3
-# rocketlens run's exit codes that fail the task without retries (README, Failure modes)
+# rocketlens run's exit codes that fail the task without retries (docs/operations.md, Failure modes)
 FAIL_FAST = {
     2: "bad usage or settings",
     FINDINGS_EXIT_CODE: "findings at or above --fail-on",

@@ -32,7 +32,7 @@ def test_sensor_waits_for_the_day_with_data_and_the_next_day_folder(dag_module, 
     assert sensor_check(dag_module, tmp_path) is False  # late records may still come
 
 
-# rocketlens run exit codes (README, Failure modes): 2 usage, 3 findings, 7 no Java fail at once;
+# rocketlens run exit codes (docs/operations.md, Failure modes): 2 usage, 3 findings, 7 no Java fail at once;
 # 1 other failure, 4 landing missing, 5 no landing data, 6 engine down retry.
 FAIL_FAST = {2, 3, 7}
 EXIT_CODES = [(code, AirflowFailException if code in FAIL_FAST else AirflowException)

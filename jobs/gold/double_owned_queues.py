@@ -12,8 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import (minutes_between, number_episodes, severity,
-                                 with_previous_snapshot)
+from jobs.gold.episodes import minutes_between, number_episodes, severity, with_previous_snapshot
 from jobs.gold.orphaned_queues import QUEUE_KEY, OrphanRules, excluded_groups
 
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "owners", "first_seen",
@@ -26,8 +25,8 @@ def _has_repeat(owners: Column) -> Column:
 
 def build_double_owned_queues(queue_state_df: DataFrame, group_context_df: DataFrame,
                               members_df: DataFrame, rules: OrphanRules) -> DataFrame:
-    # only the multi-owner rows (14 k of 9 M at bench scale M) meet the group's context: joining
-    # it to every row and numbering episodes over all of them took most of 7 s on Sail
+    # only the multi-owner rows (a tiny share of the day) meet the group's context: joining it
+    # to every row and numbering episodes over all of them was most of the step's time on Sail
     candidates = (with_previous_snapshot(queue_state_df, QUEUE_KEY,
                                          (F.col("owner_count") >= 2) & (F.col("queue_id") >= 0))
                   .join(excluded_groups(members_df).withColumn("_excluded", F.lit(True)),

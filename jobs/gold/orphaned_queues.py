@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import (minutes_between, number_episodes, severity,
-                                 with_previous_snapshot)
+from jobs.gold.episodes import minutes_between, number_episodes, severity, with_previous_snapshot
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",
@@ -53,9 +52,9 @@ def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
     """The orphaned queue_state rows with the group's context and ``_episode``: consecutive
     orphaned snapshots (gaps ≤ max_snapshot_gap) share one.
 
-    Only unowned rows (29 k of 9 M at bench scale M) meet the group's context; whether the
-    queue's previous snapshot was orphaned is judged the same way from that snapshot's context.
-    Joining the context to every row and numbering episodes over all of them took 46 s on Sail."""
+    Only unowned rows (a tiny share of the day) meet the group's context; whether the queue's
+    previous snapshot was orphaned is judged the same way from that snapshot's context. Joining
+    the context to every row and numbering episodes over all of them dominated the step on Sail."""
     unowned = (F.col("owner_count") == 0) & (F.col("queue_id") >= 0)
     previous_members = group_context_df.select("cluster", "group", F.col("ts").alias("_prev_ts"),
                                                F.col("members").alias("_prev_members"))
@@ -211,7 +210,7 @@ def with_would_be_owner(episodes_df: DataFrame, queue_state_df: DataFrame,
     inconsistent = episodes_df.where(F.col("root_cause") == "SUBSCRIPTION_INCONSISTENT").select(
         *QUEUE_KEY, "_episode", F.col("_non_subscriber_at").alias("ts"), "non_subscribers")
     mq = F.struct("topic", "broker_name", "queue_id")
-    # only the snapshots replayed: collecting every snapshot's queues took seconds at scale M
+    # only the snapshots replayed: collecting every snapshot's queues is costly on a large day
     at = inconsistent.select("cluster", "group", "topic", "ts").distinct()
     mq_all = (queue_state_df.join(at, on=["cluster", "group", "topic", "ts"], how="left_semi")
               .groupBy("cluster", "group", "topic", "ts")
@@ -250,8 +249,8 @@ def orphaned_snapshots_of_day(queue_state_df: DataFrame, group_context_df: DataF
                               members_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """The day's orphaned snapshots with ``_episode`` and their evidence columns. Small, and
     read several times by ``explain_orphan_episodes`` (root-cause joins, would-be owner): the
-    pipeline stages it so the window over every snapshot runs once (unstaged at bench scale M it
-    ran once per reader and outgrew Sail's 2 GiB memory pool)."""
+    pipeline stages it so the window over every snapshot runs once (unstaged it ran once per
+    reader and could outgrow Sail's memory pool)."""
     return orphan_snapshots(queue_state_df, group_context_df, excluded_groups(members_df), rules)
 
 

@@ -165,7 +165,7 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
     """One row per (group, topic, run of changed rounds) that moved ≥ 1 queue.
 
     ``stage`` stores the runs, which four parts read: each read recomputed the lag windows
-    over every round's assignment (15 s at scale M on Sail; the step took 96 s)."""
+    over every round's assignment."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     state = (assignments_df.where(F.col("_complete") == 1)
              .join(rounds_df, on=[*GROUP_KEY, "ts"], how="inner")
@@ -254,7 +254,7 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
 def filter_mixed_rounds(connections_df: DataFrame) -> DataFrame:
     """Heartbeat records (``last_update_timestamp`` set) of the broker rounds whose members
     report more than one topic set: only those can flip the subscription table. Nearly every
-    round agrees, and building every round's heartbeat list took 24 s at scale M on Sail."""
+    round agrees, and building every round's heartbeat list is costly on a large day."""
     beats = connections_df.where(F.col("last_update_timestamp").isNotNull())
     broker = F.coalesce("broker_name", F.lit(""))
     topic_set = F.to_json(F.array_sort(F.array_distinct(F.transform(
@@ -339,7 +339,7 @@ def build_rebalance_events(members_df: DataFrame, connections_df: DataFrame,
     gold.rebalance_events out (contract columns, then ``flaps_per_hour`` and ``evidence``).
 
     ``stage(df, name)`` stores the rounds and observations, each read twice (building the
-    observations took 16 s at scale M on Sail), and the runs (see :func:`ownership_changes`)."""
+    observations is costly), and the runs (see :func:`ownership_changes`)."""
     rounds = stage(member_rounds(members_df, connections_df, rules.heartbeat_interval_seconds),
                    "gold.rebalance_events.rounds")
     observations = stage(assignment_observations(log_events_df, running_info_df, connections_df),

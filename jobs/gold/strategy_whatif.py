@@ -27,8 +27,7 @@ from pyspark.sql import functions as F
 
 from jobs.gold.orphaned_queues import excluded_groups
 from jobs.lake import Stage, no_staging
-from jobs.replay.spark_replay import (broker_deploy_in, consumer_deploy_in, replay_snapshots,
-                                      sort_cid_all, sort_mq_all)
+from jobs.replay.spark_replay import broker_deploy_in, consumer_deploy_in, replay_snapshots, sort_cid_all, sort_mq_all
 
 COLUMNS = ["topic", "strategy", "rebalances", "queues_moved", "max_queues_per_client",
            "min_queues_per_client", "orphaned_queue_minutes", "cluster", "group", "date"]
@@ -66,8 +65,8 @@ def topic_states(queue_offsets_df: DataFrame, member_context_df: DataFrame,
 
     Equal to ``states_of_snapshots(topic_snapshots(...))``, but the arrays are built only at
     snapshots where something may have changed (``change_candidates``): building them for every
-    snapshot (425 k at scale M, ~21 queues and ~4 members each) and comparing them as JSON took
-    most of the step's 167 s and 6.6 GiB on Sail, and failed in its 2 GiB memory pool.
+    snapshot and comparing them as JSON cost most of the step's time and memory on Sail
+    (benchmarks/RESULTS.md).
     ``stage(df, name)`` stores the candidates and their snapshots, each read twice.
     """
     candidates = stage(change_candidates(queue_offsets_df, member_context_df),
@@ -147,7 +146,7 @@ def states_of_snapshots(snapshots: DataFrame, until: str = "ts") -> DataFrame:
     their JSON, as replay_snapshots keys its states, so the windows sort narrow rows, and each
     run's arrays are joined back from its first snapshot: sorting the arrays and their JSON, or
     aggregating the arrays (Sail charges each kept array with the whole batch it came from), ran
-    out of Sail's 2 GiB memory pool over the 425 k snapshots of scale M."""
+    out of Sail's memory pool on a large day."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     key = F.sha2(F.to_json(F.struct("mq_all", "cid_all", "subscribers")), 256)
     starts = (snapshots.select(*SNAPSHOT_KEY, F.col(until).alias("_until"), key.alias("_key"))

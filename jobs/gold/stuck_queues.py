@@ -88,9 +88,9 @@ def stuck_snapshots(queue_state_df: DataFrame, max_gap_seconds: int) -> DataFram
 def stuck_episodes(snapshots_df: DataFrame, rules: StuckRules) -> DataFrame:
     """One row per episode lasting ≥ stuck_min_duration, with who owned the queue during it.
 
-    A busy day starts an episode at nearly every lagging snapshot (8.6 M one-snapshot episodes of
-    8.6 M rows at bench scale M), so only the lasting ones, found with a plain min/max, get the
-    full aggregate: run over every episode it took > 22 GiB on Sail."""
+    A busy day starts an episode at nearly every lagging snapshot, so only the lasting ones,
+    found with a plain min/max, get the full aggregate: run over every episode it exhausted the
+    machine's memory on Sail (benchmarks/RESULTS.md)."""
     lasting = (snapshots_df.groupBy(*EPISODE_KEY)
                .agg(minutes_between(F.min("ts"), F.max("ts")).alias("_minutes"))
                .where(F.col("_minutes") * 60 >= rules.stuck_min_duration_seconds)

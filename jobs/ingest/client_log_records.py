@@ -16,7 +16,6 @@ from pyspark.sql import functions as F
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.client_logs import parse_client_log_lines
 from jobs.ingest.json_sources import SourceFrames
-from jobs.lake import Stage, no_staging
 from jobs.ingest.landing_files import (
     files_frame,
     line_day,
@@ -26,6 +25,7 @@ from jobs.ingest.landing_files import (
     out_of_window_reason,
     read_lines,
 )
+from jobs.lake import Stage, no_staging
 from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA
 from schemas.landing import CLIENT_LOGS
 

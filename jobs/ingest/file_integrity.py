@@ -18,9 +18,10 @@ import codecs
 import logging
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -173,7 +174,7 @@ def write_decoded_copy(path: Path, target: Path) -> DecodedCopy:
 
 
 def _table(rows: list[tuple[int, str, str | None]]) -> pa.Table:
-    columns = list(zip(*rows)) if rows else [[], [], []]
+    columns: list[Sequence[Any]] = list(zip(*rows)) if rows else [[], [], []]
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns,
                                                                           DECODED_SCHEMA)],
                                 schema=DECODED_SCHEMA)

@@ -35,9 +35,8 @@ def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
                        scratch_dir: Path | None = None) -> SourceFrames:
     files = list_landing_files(landing, source.name, run_date)
     # Numbering leaves each file's lines in one partition, and a JSON source is a few large
-    # files: spread the lines so that the parsing runs on every core (bench M, 2 cores:
-    # running_info 115 s -> 71 s, offsets 67 s -> 46 s). Client logs, hundreds of files, are
-    # spread already and only pay for the shuffle (45 s -> 53 s), so they are left alone.
+    # files: spread the lines so that the parsing runs on every core. Client logs, hundreds of
+    # files, are spread already and only pay for the shuffle (slower), so they are left alone.
     lines = read_lines(spark, files, scratch_dir).repartition("_line_no")
     classified = stage(classify_json_lines(lines, source, run_date), source.name)
     return SourceFrames(

@@ -65,7 +65,7 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
     """The files of ``source`` in the run's day folders, sorted for a stable order.
 
     Symlinked folders are not descended (``Path.rglob``); a file that resolves outside the
-    landing root is skipped with a warning (README, Failure modes: paths)."""
+    landing root is skipped with a warning (docs/operations.md, Failure modes: paths)."""
     found: list[LandingFile] = []
     root = landing.resolve()
     for folder_date in day_folders(run_date):
@@ -99,7 +99,8 @@ def number_lines(text_df: DataFrame) -> DataFrame:
     in one scan: a window over each file. One scan on purpose: numbering from a count per scan
     partition was tried and was wrong now and then on Sail (a second scan may split a file
     differently; a staged copy's partition ids did not always follow file order). The window
-    sorts each file in one partition: a 4.9 GB file takes ~6 GB (benchmarks/RESULTS.md).
+    sorts each file in one partition, in memory unless Sail's pool makes it spill
+    (benchmarks/RESULTS.md).
     The line is ``clean_line``'d; it has no ``_defect`` (the engine could read it).
     """
     in_file = Window.partitionBy("_source_file").orderBy("_order")
@@ -112,9 +113,9 @@ def number_lines(text_df: DataFrame) -> DataFrame:
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
-    """``unionByName`` of all ``frames`` as a balanced tree: a chain of 300 unions (one per
-    landing file at scale M) overflowed Sail's stack while planning (SIGSEGV); the tree is
-    log2(n) deep."""
+    """``unionByName`` of all ``frames`` as a balanced tree: a chain of hundreds of unions (one
+    per landing file) overflowed Sail's stack while planning (SIGSEGV); the tree is log2(n)
+    deep."""
     while len(frames) > 1:
         frames = [functools.reduce(DataFrame.unionByName, frames[i:i + 2])
                   for i in range(0, len(frames), 2)]

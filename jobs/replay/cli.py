@@ -14,6 +14,8 @@ import json
 
 import click
 
+from jobs.cli_common import RocketlensError, UsageProblem
+
 REPLAY_ENGINES = ("python", "sail", "spark")
 
 
@@ -27,7 +29,6 @@ REPLAY_ENGINES = ("python", "sail", "spark")
 def replay_command(cases_path: str, engine: str) -> None:
     """Replay RocketMQ's queue allocation or a producer's queue selection for each case; one
     JSON line per case."""
-    from jobs.cli import RocketlensError, UsageProblem
     from jobs.replay.cases import replay_cases_python
     from jobs.replay.producer_cases import replay_producer_cases_python
 

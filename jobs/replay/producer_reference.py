@@ -59,7 +59,7 @@ class SendError(Exception):
         self.java_class, self.message, self.cause = java_class, message, cause
 
     def as_json(self) -> dict:
-        error = {"class": self.java_class, "message": self.message}
+        error: dict[str, object] = {"class": self.java_class, "message": self.message}
         if self.cause is not None:
             error["cause"] = {"class": self.cause[0], "message": self.cause[1]}
         return error
@@ -340,9 +340,10 @@ def route_from_json(record: dict) -> TopicRoute:
         raise ValueError("a static topic (topicQueueMappingByBroker) is not replayed")
     queue_datas = []
     for qd in queue_list:
-        if not isinstance(qd, dict) or not isinstance(qd.get("broker_name", qd.get("brokerName")), str):
+        name = qd.get("broker_name", qd.get("brokerName")) if isinstance(qd, dict) else None
+        if not isinstance(name, str):
             raise ValueError(f"queue data {qd!r} has no brokerName")
-        queue_datas.append(QueueData(qd.get("broker_name", qd.get("brokerName")),
+        queue_datas.append(QueueData(name,
                                      _int_field(qd, "read_queue_nums", "readQueueNums"),
                                      _int_field(qd, "write_queue_nums", "writeQueueNums"),
                                      _int_field(qd, "perm", "perm")))

@@ -365,9 +365,9 @@ def allocate_all(strategy: str, mq_all, cid_all, **params) -> dict[str, list[Mes
         check(distinct[0], mq_all, cid_all)
         mqs = [as_message_queue(mq) for mq in mq_all]
         owners = consistent_hash_owners(mqs, list(cid_all), virtual_nodes)
-        result: dict[str, list[MessageQueue] | None] = {cid: [] for cid in distinct}
+        owned: dict[str, list[MessageQueue]] = {cid: [] for cid in distinct}
         for mq, owner in zip(mqs, owners):
             if owner is not None:
-                result[owner].append(mq)
-        return result
+                owned[owner].append(mq)
+        return {cid: queues for cid, queues in owned.items()}
     return {cid: allocate(strategy, cid, mq_all, cid_all, **params) for cid in distinct}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from jobs.replay.cases import Call, Case, result_json
@@ -51,7 +51,7 @@ def replay_cases_spark(spark: SparkSession, cases: Iterable[Case]) -> Iterator[d
         return
     states_df, calls_df = cases_frames(spark, cases)
     rows = calls_df.transform(with_allocation(states_df)).collect()
-    by_call: dict[str, dict[int, object]] = defaultdict(dict)
+    by_call: dict[str, dict[int, Row]] = defaultdict(dict)
     for row in rows:
         by_call[row["state_id"]][row["call_no"]] = row
     for case in cases:

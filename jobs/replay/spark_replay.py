@@ -491,7 +491,8 @@ def with_state_id(sort_inputs: bool = True) -> Callable[[DataFrame], DataFrame]:
             if name not in df.columns:
                 df = df.withColumn(name, F.lit(None).cast(data_type))
         if sort_inputs:
-            df = df.withColumn("mq_all", sort_mq_all(F.col("mq_all"))).withColumn("cid_all", sort_cid_all(F.col("cid_all")))
+            df = (df.withColumn("mq_all", sort_mq_all(F.col("mq_all")))
+                  .withColumn("cid_all", sort_cid_all(F.col("cid_all"))))
         state = F.struct(*[F.col(c) for c in STATE_COLUMNS if c != "state_id"])
         return df.withColumn("state_id", F.sha2(F.to_json(state), 256))
     return transform
@@ -509,8 +510,8 @@ def replay_snapshots(snapshots_df: DataFrame, *, sort_inputs: bool = True) -> Da
     """
     keyed_df = snapshots_df.transform(with_state_id(sort_inputs))
     # A window, not dropDuplicates: Sail's aggregate charges each kept array value with the
-    # whole batch it was sliced from, and asked its 2 GiB pool for 4 GB on 1,200 distinct
-    # calls of 32 queues (gold.strategy_whatif at scale M).
+    # whole batch it was sliced from, and outgrew its memory pool on a few thousand distinct
+    # calls (gold.strategy_whatif).
     first_call = Window.partitionBy("state_id", "current_cid").orderBy("state_id")
     distinct_df = (keyed_df.select(*STATE_COLUMNS, "current_cid")
                    .withColumn("_call_rank", F.row_number().over(first_call))

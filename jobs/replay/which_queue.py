@@ -158,7 +158,7 @@ def which_queue_command(route_path: Path, key: str, key_type: str, client_versio
                         topic: str | None, fmt: str) -> None:
     """The queue a producer's SelectMessageQueueByHash picks for KEY, and where it goes while the
     masters of --down brokers are down."""
-    from jobs.cli import UsageProblem
+    from jobs.cli_common import UsageProblem
 
     if not route_path.is_file():
         raise UsageProblem(f"--route {route_path}: no such file")

@@ -1,4 +1,4 @@
-"""Build the HTML report of one day from the lake (DESIGN.md §1, README "Report").
+"""Build the HTML report of one day from the lake (DESIGN.md §1, README, Report).
 
 Spark reads and downsamples (time buckets, so a long day stays a few hundred points per series);
 plotly draws in Python, and the file carries plotly.js inline: it opens offline, from disk or mail.

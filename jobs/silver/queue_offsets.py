@@ -91,7 +91,7 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     # Each snapshot becomes two entries on its queue's offset line, its broker offset and its
     # consumer offset, and the latter carries the rest of the row: the input is referenced once.
     # A union of two selects joined back to the input built the de-duplicated snapshots three
-    # times (at scale M on Sail: 99 s, 10 GiB; the join's hash table overflowed a 2 GiB pool).
+    # times, and the join's hash table could overflow Sail's memory pool.
     rest = [c for c in offsets_df.columns if c not in QUEUE_KEY]
     row = F.struct(*[F.col(c) for c in rest])
     entries = F.array(
@@ -103,7 +103,7 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     # rows before" in the reverse order: both bounds are running aggregates, which both engines
     # compute in one pass (a frame up to unbounded following cost far more on Sail). The reverse
     # order is spelt with negated offsets: given ``desc()``, Sail reversed the first sort into a
-    # window that holds all its input in memory (12 GiB at scale M) instead of sorting again.
+    # window that holds all its input in memory instead of sorting again.
     up = Window.partitionBy(*QUEUE_KEY).orderBy("_offset", "_is_query", "_ts")
     down = Window.partitionBy(*QUEUE_KEY).orderBy(-F.col("_offset"), -F.col("_is_query"),
                                                   F.col("_ts").desc())

@@ -52,8 +52,8 @@ def claimant_segments(claims_df: DataFrame) -> DataFrame:
     """Per queue, the time cut at every start and end of a claim stretch (``claims_in_force``):
     ``_seg_from, _seg_until`` and ``claimed_by``, the sorted ids whose stretch covers that piece
     (none: no row). A snapshot lies in at most one piece of its queue, so its claimants come from
-    one row: no aggregate over the 9 M snapshots of bench scale M (collecting per snapshot, then
-    joining back to the snapshots, took ~40 s of queue_state there on Sail)."""
+    one row: no aggregate over every snapshot of the day (collecting per snapshot, then joining
+    back to the snapshots, was most of queue_state's time on Sail)."""
     bounds = (claims_df.select(*QUEUE_KEY, F.col("valid_from").alias("_seg_from"))
               .unionByName(claims_df.select(*QUEUE_KEY, F.col("valid_until").alias("_seg_from")))
               .where(F.col("_seg_from").isNotNull())
@@ -99,7 +99,7 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                   & (F.col("_g._seg_from") <= F.col("_s.ts"))
                   & (F.col("_s.ts") < F.col("_g._seg_until")))
     # small side first (right joins): the engine builds its hash table from the left input, and
-    # 9 M snapshot rows there outgrew Sail's 2 GiB memory pool at bench scale M
+    # a day's snapshot rows there could outgrow Sail's memory pool
     claimed = (segments.alias("_g").join(snaps.alias("_s"), on=in_segment, how="right")
                .select("_s.*", "_g.claimed_by"))
     live = live_per_snapshot(live_processes(snaps.select("cluster", "group", "ts").distinct(),

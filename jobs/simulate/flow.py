@@ -424,7 +424,8 @@ class Flow:
         else:
             count = hi - lo + 1
             text = (f"the cached message count exceeds the threshold {group.pull_threshold}, so do flow control, "
-                    f"minOffset={lo}, maxOffset={hi}, count={count}, size={count * MSG_BYTES // 1048576} MiB, "  # a long in RocketMQ (facts §5.3)
+                    # size: a long in RocketMQ (facts §5.3)
+                    f"minOffset={lo}, maxOffset={hi}, count={count}, size={count * MSG_BYTES // 1048576} MiB, "
                     f"pullRequest={pull}, flowControlTimes={times}")
         return log_line(self.clock, when, "WARN", "PullMessageService", text, is_5x=p.is_5x, pid=p.pid,
                         line_no=287)

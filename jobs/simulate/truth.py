@@ -16,17 +16,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jobs.replay.reference import MessageQueue, allocate_all, sorted_cid_all
+from jobs.settings import DetectionSettings, SeveritySettings
 from jobs.simulate.cluster import Cluster
 from jobs.simulate.flow import Flow
 from jobs.simulate.scenario import Fault, Scenario, parse_time_ms
 from jobs.simulate.writers import Clock
 
-ORPHAN_MIN_MS = 120_000
-STUCK_MIN_MS = 300_000
-MAX_GAP_MS = 300_000
-TRANSIENT_MAX_MS = 300_000
-CRITICAL_LAG = 10_000
-CRITICAL_MS = 30 * 60_000
+# The detectors' default thresholds, read from the settings model (their one home), in ms.
+_DETECTION, _SEVERITY = DetectionSettings(), SeveritySettings()
+ORPHAN_MIN_MS = _DETECTION.orphan_min_duration_seconds * 1000
+STUCK_MIN_MS = _DETECTION.stuck_min_duration_seconds * 1000
+MAX_GAP_MS = _DETECTION.max_snapshot_gap_seconds * 1000
+TRANSIENT_MAX_MS = _DETECTION.orphan_transient_max_seconds * 1000
+LIVENESS_MS = _DETECTION.liveness_window_seconds * 1000
+CRITICAL_LAG = _SEVERITY.critical_lag
+CRITICAL_MS = _SEVERITY.critical_minutes * 60_000
 WHATIF_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 ORPHAN_CAUSE = {"duplicate_client_id": "DUPLICATE_CLIENT_ID",
                 "subscription_inconsistent": "SUBSCRIPTION_INCONSISTENT",
@@ -50,8 +54,8 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
     for gq in flow.tracked:
-        episodes += _runs(gq, ts, tr, "orphan", lambda k: not (seen[k] and tr.owners[gq][k]))
-        episodes += _runs(gq, ts, tr, "double", lambda k: seen[k] and len(tr.owners[gq][k]) >= 2)
+        episodes += _runs(gq, ts, tr, "orphan", lambda k, gq=gq: not (seen[k] and tr.owners[gq][k]))
+        episodes += _runs(gq, ts, tr, "double", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) >= 2)
         episodes += _stuck_runs(gq, ts, tr)
     episodes = [e for e in episodes if _keep(e, ts, tr)]
     faults_out = []
@@ -75,8 +79,7 @@ def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
     """Per snapshot: is any connection record written in (t − liveness_window, t]? Owners count
     only when their liveness can be read off the data (DESIGN.md §5) — not at the day's first
     snapshot, which comes before the day's first connections round."""
-    window = 90_000
-    return [any(t - window < c <= t for c in connection_ts) for t in ts]
+    return [any(t - LIVENESS_MS < c <= t for c in connection_ts) for t in ts]
 
 
 def _runs(gq: int, ts: list[int], tr, kind: str, flag) -> list[Episode]:

@@ -127,9 +127,11 @@ class LandingFiles:
 
 LOGGERS = {
     "RebalanceService": "org.apache.rocketmq.client.impl.consumer.RebalanceImpl#rebalanceByTopic:{line}",
-    "MQClientFactoryScheduledThread": "org.apache.rocketmq.client.consumer.store.RemoteBrokerOffsetStore#persistAll:{line}",
+    "MQClientFactoryScheduledThread":
+        "org.apache.rocketmq.client.consumer.store.RemoteBrokerOffsetStore#persistAll:{line}",
     "PullMessageService": "org.apache.rocketmq.client.impl.consumer.DefaultMQPushConsumerImpl#pullMessage:{line}",
-    "NettyClientPublicExecutor_1": "org.apache.rocketmq.client.impl.ClientRemotingProcessor#notifyConsumerIdsChanged:{line}",
+    "NettyClientPublicExecutor_1":
+        "org.apache.rocketmq.client.impl.ClientRemotingProcessor#notifyConsumerIdsChanged:{line}",
     "CleanExpireMsgScheduledThread_1": "org.apache.rocketmq.client.impl.consumer.ProcessQueue#cleanExpiredMsg:{line}",
     "main": "org.apache.rocketmq.client.impl.consumer.DefaultMQPushConsumerImpl#start:{line}",
 }

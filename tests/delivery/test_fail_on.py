@@ -79,9 +79,3 @@ def test_bad_fail_on_severity_is_a_usage_error(tmp_path):
     proc = rocketlens("run", "--date", "2025-11-21", "--landing", str(E.HAND_DAY), "--lake",
                       str(tmp_path), "--fail-on", "ERROR")
     assert proc.returncode == 2
-
-
-def test_unknown_lake_format_is_a_usage_error(tmp_path):
-    proc = rocketlens("run", "--date", "2025-11-21", "--landing", str(E.HAND_DAY), "--lake",
-                      str(tmp_path), ROCKETLENS_LAKE_FORMAT="orc")
-    assert proc.returncode == 2 and "ROCKETLENS_LAKE_FORMAT" in proc.stderr

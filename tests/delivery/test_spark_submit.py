@@ -3,8 +3,9 @@
 The hand-written day goes through every transform (bronze → silver → gold) under spark-submit with
 ``--engine spark``, i.e. the session spark-submit configures. The Delta writes cannot run here: the
 Delta jars come from Maven Central, which these machines cannot reach, so the lake is written with
-the test-only Parquet format (``ROCKETLENS_LAKE_FORMAT=parquet``, see ``jobs/lake.py``). Runs in
-the classic-Spark pass only (it needs Java; the Sail pass deselects it).
+the test-side Parquet store (``tests/lake_hooks.py``, whose script installs it, then runs
+``jobs/entrypoint.py``). Runs in the classic-Spark pass only (it needs Java; the Sail pass
+deselects it).
 """
 
 import json
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from jobs import lake
+from tests.lake_hooks import LAKE_FORMAT_ENV, ParquetStore
 from tests.pipeline import hand_day_expected as E
 from tests.pipeline.assertions import assert_bronze, assert_silver
 
@@ -24,7 +26,8 @@ pytestmark = pytest.mark.spark_only
 REPO = Path(__file__).resolve().parents[2]
 
 
-def spark_submit(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+def spark_submit(*args: str, env_extra: dict | None = None,
+                 script: Path = REPO / "jobs" / "entrypoint.py") -> subprocess.CompletedProcess:
     from pyspark.find_spark_home import _find_spark_home
 
     submit = Path(_find_spark_home()) / "bin" / "spark-submit"
@@ -36,7 +39,7 @@ def spark_submit(*args: str, env_extra: dict | None = None) -> subprocess.Comple
     return subprocess.run(
         [str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
          "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.log.level=WARN",
-         str(REPO / "jobs" / "entrypoint.py"), *args],
+         str(script), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -46,14 +49,17 @@ def submitted(tmp_path_factory):
     proc = spark_submit("run", "--date", E.RUN_DATE.isoformat(), "--landing", str(E.HAND_DAY),
                         "--lake", str(lake_dir), "--engine", "spark", "--fail-on", "CRITICAL",
                         "--log-format", "json",
-                        env_extra={"ROCKETLENS_LAKE_FORMAT": "parquet"})
+                        env_extra={LAKE_FORMAT_ENV: "parquet"},
+                        script=REPO / "tests" / "lake_hooks.py")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, lake_dir
 
 
 @pytest.fixture
-def parquet_lake(monkeypatch):
-    monkeypatch.setenv("ROCKETLENS_LAKE_FORMAT", "parquet")
+def parquet_lake():
+    previous = lake.use_store(ParquetStore())
+    yield
+    lake.use_store(previous)
 
 
 def events(proc) -> list[dict]:

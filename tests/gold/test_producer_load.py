@@ -60,7 +60,8 @@ def gap_rates(gap_start, gap_end, rate=10):
     return {mq: broker_b if mq[0] == "broker-b" else rate for mq in EIGHT_QUEUES}
 
 
-def findings(spark, *row_lists, rules=ProducerRules()):
+def findings(spark, *row_lists, rules=None):
+    rules = rules or ProducerRules()
     return [r.asDict() for r in build_producer_findings(offsets_df(spark, *row_lists), rules)
             .orderBy("topic", "finding").collect()]
 

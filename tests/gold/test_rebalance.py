@@ -37,7 +37,8 @@ OFFSETS = ("cluster string, group string, topic string, broker_name string, queu
 HEALTH_OFFSETS = ("cluster string, group string, topic string, broker_name string, queue_id int, "
                   "ts timestamp, lag long, time_lag_seconds double, date date")
 HEALTH = ("status string, orphaned_queues int, double_owned_queues int, stuck_queues int, "
-          "max_lag long, max_time_lag_seconds double, rebalances int, findings array<string>, cluster string, group string, "
+          "max_lag long, max_time_lag_seconds double, rebalances int, findings array<string>, "
+          "cluster string, group string, "
           "date date")
 
 

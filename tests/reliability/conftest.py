@@ -2,7 +2,7 @@
 
 Simulated ``healthy`` day slices (seconds to write, ~8 s to run): D = 2025-11-21 23:40–24:00 and
 D+1 = 2025-11-22 00:00–00:20, adjacent so that D+1's first snapshots need D's tail from the lake
-(README, Findings: the look-back); and D+3 = 2025-11-24 00:00–00:20, whose look-back day (D+2)
+(docs/rules.md: the look-back); and D+3 = 2025-11-24 00:00–00:20, whose look-back day (D+2)
 nobody writes, for runs in parallel with D.
 """
 

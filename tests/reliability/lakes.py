@@ -12,7 +12,7 @@ from jobs import lake
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_DAY = REPO / "tests" / "data" / "hand_day"
-RUN_METADATA = ("_run_id", "_ingested_at")  # differ between runs by design (README, Reruns)
+RUN_METADATA = ("_run_id", "_ingested_at")  # differ between runs by design (docs/lake.md, Reruns)
 
 
 def cli_env(**extra: str) -> dict[str, str]:

@@ -121,6 +121,7 @@ def test_invalid_utf8_and_a_truncated_gzip_read_the_same_on_both_engines(spark, 
     assert rows[:3] == [(a, 1, '{"a":"caf\\xe9"}', INVALID_UTF8), (a, 2, '{"b":1}', None),
                         (a, 3, "last", None)]
     gz = rows[3:]
+    assert {r[0] for r in gz} == {b}
     assert [r[1] for r in gz] == list(range(1, len(gz) + 1))
     assert all(r[3] is None for r in gz[:-1]) and gz[-1][3] == TRUNCATED_GZIP
     assert [r[2] for r in gz[:-1]] == ['{"i":%d}' % i for i in range(len(gz) - 1)]

@@ -2,7 +2,7 @@
 
 Sail 0.7.2 refuses a commit made on a table version another writer has moved past, even a DELETE
 of another day; ``lake.write_day`` retries the replace (jobs/lake.py). Days run in parallel must
-not be adjacent: D+1's look-back reads D's tail, which a parallel run of D is replacing (README,
+not be adjacent: D+1's look-back reads D's tail, which a parallel run of D is replacing (docs/operations.md,
 Failure modes).
 """
 
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from jobs import lake
-from tests.reliability.conftest import D, D3
+from tests.reliability.conftest import D3, D
 from tests.reliability.lakes import REPO, cli_env, contents, rocketlens, run_args
 
 pytestmark = pytest.mark.delta

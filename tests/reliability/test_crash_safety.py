@@ -2,7 +2,7 @@
 
 The run is a real ``python -m jobs run`` subprocess, killed when its stderr shows a progress line
 (README, Progress) — during parsing, during bronze, between layers, during gold — and, through the
-narrow test-only hook ``ROCKETLENS_TEST_KILL_AFTER_DELETE`` (jobs/lake.py), between a table's
+test-side store ``ROCKETLENS_TEST_KILL_AFTER_DELETE`` installs (tests/lake_hooks.py), between a table's
 DELETE and its append, the one point no outside observer can hit reliably. The rerun must leave
 the tables of an uninterrupted run, and no staging folder behind.
 """
@@ -17,7 +17,8 @@ import sys
 import pytest
 
 from jobs import lake
-from tests.reliability.conftest import D, D1
+from tests.lake_hooks import KILL_AFTER_DELETE_ENV
+from tests.reliability.conftest import D1, D
 from tests.reliability.lakes import REPO, cli_env, contents, rocketlens, run_args
 
 pytestmark = pytest.mark.delta
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.delta
 
 def run_killed_at(args: list[str], marker: str | None, **env: str) -> list[str]:
     """Run the CLI, SIGKILL it on the first stderr line containing ``marker``; its lines."""
-    proc = subprocess.Popen([sys.executable, "-m", "jobs", *args], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "tests.lake_hooks", *args], cwd=REPO,
                             env=cli_env(**env), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines = []
@@ -80,7 +81,7 @@ def test_a_kill_between_delete_and_append_leaves_the_day_missing_until_the_rerun
     lake_dir = tmp_path / "lake"
     shutil.copytree(in_order_lake, lake_dir)
     run_killed_at(run_args(D1, sim_landing, lake_dir), None,
-                  ROCKETLENS_TEST_KILL_AFTER_DELETE="silver.queue_state")
+                  **{KILL_AFTER_DELETE_ENV: "silver.queue_state"})
     after_kill = contents(spark, lake_dir)
     assert after_kill["silver.queue_state"] == contents(spark, in_order_lake, D)[
         "silver.queue_state"]

@@ -1,5 +1,5 @@
 """Each operational failure: its own exit code and one ``rocketlens: …`` line on stderr saying
-what to do, no traceback (README, Failure modes). All fail before any table is written, so they
+what to do, no traceback (docs/operations.md, Failure modes). All fail before any table is written, so they
 run on both engines (``--engine`` of the pass)."""
 
 from __future__ import annotations
@@ -128,3 +128,17 @@ def test_a_sail_memory_pool_too_small_for_the_day_exits_1_naming_the_setting(tmp
     assert last.startswith(f"rocketlens: run of {DAY} ran out of engine memory (")
     assert "raise engine.sail_memory_pool_mib (now 1) and rerun" in last
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.sail_only
+def test_demo_opens_its_engine_from_the_settings(tmp_path):
+    """``engine.name`` reaches ``demo`` (it once hard-coded the embedded engine): ``connect``
+    without a remote is bad usage, after the sample day is simulated and before any table."""
+    env = cli_env(ROCKETLENS__ENGINE__NAME="connect")
+    proc = rocketlens("demo", "--out", str(tmp_path / "demo"), check=False, env=env)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "rocketlens: engine 'connect' needs --remote sc://host:port")
+    assert (tmp_path / "demo" / "landing" / "_truth.json").is_file()
+    assert not (tmp_path / "demo" / "lake").exists()
+

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.reliability.conftest import D, D1
+from tests.reliability.conftest import D1, D
 from tests.reliability.lakes import contents, rocketlens, run_args
 
 pytestmark = pytest.mark.delta

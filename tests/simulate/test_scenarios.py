@@ -23,7 +23,7 @@ def test_healthy_has_no_faults_and_every_queue_has_exactly_one_owner(simulated):
     offsets = day.records("offsets")
     assert offsets and all(r["client_ip"] != "N/A" for r in offsets)
     queues = {(r["group"], r["topic"], r["broker_name"], r["queue_id"]) for r in offsets}
-    for minute, owners in _owned_by(day.records("running_info")).items():
+    for _minute, owners in _owned_by(day.records("running_info")).items():
         assert set(owners) == queues
         assert all(len(ids) == 1 for ids in owners.values())
 
@@ -110,7 +110,7 @@ def test_strategy_mismatch_orphans_and_doubles_match_running_info(simulated):
     strategies = {r["properties"]["allocateMessageQueueStrategy"].split("@")[0].rsplit(".", 1)[1]
                   for r in day.records("running_info")}
     assert strategies == {"AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle"}
-    for minute, owners in _owned_by(day.records("running_info")).items():
+    for _minute, owners in _owned_by(day.records("running_info")).items():
         topic = {(b, q): ids for (_, t, b, q), ids in owners.items() if t == "shipping-mismatch"}
         assert {k for k, ids in topic.items() if len(ids) == 2} == doubles
         all_queues = {(b, q) for b in ("broker-a", "broker-b") for q in range(8)}
