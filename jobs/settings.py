@@ -78,6 +78,13 @@ class SeveritySettings(_Section):
     rebalance_warn_count: int = Field(10, ge=1)
 
 
+class NotifySettings(_Section):
+    # apprise URLs for `rocketlens notify` when no --to is given (they may hold secrets: prefer
+    # the env var ROCKETLENS__NOTIFY__URLS='["slack://…"]' or a --conf file readable by the job only)
+    urls: list[str] = []
+    min_severity: Literal["INFO", "WARN", "CRITICAL"] = "WARN"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -91,6 +98,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = IngestSettings()
     detection: DetectionSettings = DetectionSettings()
     severity: SeveritySettings = SeveritySettings()
+    notify: NotifySettings = NotifySettings()
 
 
 
