@@ -375,6 +375,7 @@ def _demo_findings(lake: Path) -> str:
 
 
 def _register_commands() -> None:
+    from jobs.delivery.metrics import metrics_command
     from jobs.delivery.notify import notify_command
     from jobs.replay.cli import replay_command
     from jobs.report.cli import report_command
@@ -384,6 +385,7 @@ def _register_commands() -> None:
     main.add_command(replay_command)
     main.add_command(report_command)
     main.add_command(notify_command)
+    main.add_command(metrics_command)
 
 
 _register_commands()
