@@ -94,3 +94,28 @@ def test_a_day_not_in_the_lake_leaves_the_file_as_it_was(days_lake, tmp_path):
         "rocketlens: 2025-11-30 is not in the lake")
     assert out.read_text() == "yesterday's\n"
     assert lake_files(days_lake) == before
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_command_writes():
+    import json
+    import re
+    from pathlib import Path
+
+    from prometheus_client import generate_latest
+
+    from jobs.delivery.metrics import build_registry
+
+    registry = build_registry(
+        [{"cluster": "c", "group": "g", "status": "WARN"}],
+        [{"cluster": "c", "group": "g", "kind": "STUCK", "cause": "SLOW_MESSAGE",
+          "severity": "WARN", "queues": ["t/b/0"], "open_since_day": DAY}],
+        [{"cluster": "c", "group": "g", "topic": "t", "broker_name": "b", "queue_id": 0,
+          "lag": 4}], T0, DAY)
+    written = {f.name for f in text_string_to_metric_families(generate_latest(registry).decode())}
+    dashboard = json.loads((Path(__file__).parents[2] / "docs" / "grafana-rocketlens.json")
+                           .read_text())
+    queried = {name for p in dashboard["panels"] for t in p["targets"]
+               for name in re.findall(r"rocketlens_[a-z_]+", t["expr"])}
+    assert queried and queried <= written
+    assert {"rocketlens_group_status", "rocketlens_incidents", "rocketlens_queue_lag",
+            "rocketlens_last_run_timestamp_seconds"} <= queried
