@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 
-@click.command("report")
+@click.command("report", epilog="""\b
+Example:
+  rocketlens report --date 2025-11-21 --lake ./lake --out report-2025-11-21.html""")
 @click.option("--date", "run_date", required=True, envvar="ROCKETLENS_DATE", show_envvar=True,
               help="UTC day YYYY-MM-DD.")
 @click.option("--lake", required=True, envvar="ROCKETLENS_LAKE", show_envvar=True,
