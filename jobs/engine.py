@@ -36,7 +36,7 @@ class JavaNotFound(EngineError):
     """``--engine spark`` outside spark-submit and no Java to start the JVM with."""
 
 
-CONNECT_TIMEOUT_SECONDS = 60
+CONNECT_TIMEOUT_SECONDS = 10
 SAIL_MEMORY_POOL_MIB = 0  # unbounded: see _limit_sail_memory
 
 

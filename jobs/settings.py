@@ -36,7 +36,7 @@ class EngineSettings(_Section):
     name: Literal["sail", "spark", "connect"] = "sail"
     remote: str = ""
     shuffle_partitions: int = Field(8, ge=1)
-    connect_timeout_seconds: float = Field(60, gt=0)
+    connect_timeout_seconds: float = Field(10, gt=0)
     sail_memory_pool_mib: int = Field(0, ge=0)
 
 

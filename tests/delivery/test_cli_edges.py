@@ -77,3 +77,17 @@ def test_a_day_whose_landing_files_hold_no_line_warns_and_exits_5(tmp_path):
     assert '"event": "no_data"' in proc.stderr and '"level": "WARNING"' in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "rocketlens: the landing files of 2025-11-21 under")
+
+
+def test_an_unreachable_connect_server_fails_in_one_line_within_the_default_10_s(tmp_path):
+    """Nothing listens on port 1; the default engine.connect_timeout_seconds is 10."""
+    landing = tmp_path / "landing" / "offsets" / "date=2025-11-21"
+    landing.mkdir(parents=True)
+    (landing / "part-0.jsonl").write_text("{}\n")
+    proc = run_cli("run", "--date", "2025-11-21", "--landing", str(tmp_path / "landing"),
+                   "--lake", str(tmp_path / "lake"), "--engine", "connect", "--remote",
+                   "sc://127.0.0.1:1", check=False)
+    assert proc.returncode == 6
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "rocketlens: no Spark Connect server answered at sc://127.0.0.1:1 within 10s: start it "
+        "or fix --remote")
