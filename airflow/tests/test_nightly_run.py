@@ -24,7 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ROCKETLENS_PYTHON = Path(os.environ.get("ROCKETLENS_PYTHON", ROOT / ".venv" / "bin" / "python"))
 DAY = "2025-11-21"
-LOGICAL = pendulum.datetime(2025, 11, 21, 2, 30, tz="UTC")
+# a manual run at the end of the data interval [11-21 02:30, 11-22 02:30) processes 11-21
+LOGICAL = pendulum.datetime(2025, 11, 22, 2, 30, tz="UTC")
 
 
 def _free_port() -> int:
