@@ -71,3 +71,25 @@ def test_report_without_lake_fails_with_one_line(tmp_path):
                    str(tmp_path / "r.html"), check=False)
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("rocketlens: no gold.group_health")
+
+
+
+def test_report_has_a_section_per_incident_and_labels_times_utc(report, sample_lake, spark):
+    """Every incident of the day has its section (what, since when, the queues, evidence, what
+    to do), whether or not it gets a plot; axes and times say UTC; the 14-day strip is there."""
+    import datetime as dt
+    import html
+
+    from jobs import lake as lake_mod
+
+    out, stdout = report
+    page = out.read_text()
+    incidents = lake_mod.read_day(spark, sample_lake, "gold", "incidents",
+                                  dt.date.fromisoformat(SAMPLE_DAY)).collect()
+    assert any(r.severity in ("WARN", "CRITICAL") for r in incidents)
+    assert page.count('class="incident"') == len(incidents)
+    assert f"{len(incidents)} incidents" in stdout
+    for r in incidents:
+        assert html.escape(f"{r.group} · {r.kind} · {r.cause}") in page
+    assert "what to do" in page and "time (UTC)" in page and " UTC</td>" in page
+    assert '<table id="status-strip">' in page

@@ -12,7 +12,9 @@ on-call engineer fixes once, whatever the number of queues:
 ``severity`` is the highest of the rows; ``first_seen``/``last_seen`` (UTC) span them; ``queues``
 lists ``topic/broker_name/queue_id`` sorted; ``evidence`` is the most severe, longest row's
 sentence (with how many more queues share it); ``remediation`` says what to change, from
-RocketMQ's mechanics (``REMEDIATION``; rocketmq-facts.md sections cited there).
+RocketMQ's mechanics (``REMEDIATION``: rocketmq-facts.md §1 strategies, §2.2 cidAll, §3 client
+ids and the 4.9.0 fix, §4 subscriptions and heartbeats, §5.3 the expired-message cleaner, §10 a
+master down; DESIGN.md §5.3).
 
 ``open_since_day``: the previous day's incident with the same key carries its own
 ``open_since_day`` forward; without one (no row, or that day not in the lake) the incident is new
@@ -39,7 +41,7 @@ _FROM_ORPHANED = ("see this group's ORPHANED incident with the same cause for th
 # (kind, cause) → what to change; (None, cause) applies to every kind with that cause.
 REMEDIATION: dict[tuple[str | None, str], str] = {
     (None, "DUPLICATE_CLIENT_ID"): (
-        "Several processes share one clientId (clientIP@instanceName, facts §3): the broker lists "
+        "Several processes share one clientId (clientIP@instanceName): the broker lists "
         "it twice in the group's client list, so one slice of queues has no consumer and the "
         "processes with that id consume the same queues. Give every consumer process a unique "
         "instanceName (setInstanceName, or a per-process -Drocketmq.client.name instead of a "
@@ -49,15 +51,15 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
     (None, "SUBSCRIPTION_INCONSISTENT"): (
         "Members of the group subscribe different topics: every member allocates the topic's "
         "queues over all members, so the share of a member that does not subscribe it is never "
-        "consumed (facts §4). Make every member of the group subscribe the same topics and tags, "
+        "consumed. Make every member of the group subscribe the same topics and tags, "
         "or move the differing consumers to their own group."),
     (None, "STRATEGY_INCONSISTENT"): (
-        "Members use different allocation strategies: each client computes its own slice "
-        "(facts §1), so mixed strategies leave queues unowned or owned twice. Configure the same "
+        "Members use different allocation strategies: each client computes its own slice, "
+        "so mixed strategies leave queues unowned or owned twice. Configure the same "
         "AllocateMessageQueueStrategy on every member; finish a rolling change of strategy."),
     (None, "CLIENT_NOT_IN_CID_ALL"): (
         "A running client is missing from the consumer list the broker returns, so it "
-        "allocates itself nothing (facts §2.2): check that its heartbeats reach every broker of "
+        "allocates itself nothing: check that its heartbeats reach every broker of "
         "the topic (namesrvAddr, network, ACL) and that it uses this group name."),
     (None, "NO_LIVE_CONSUMER"): (
         "No live consumer of the group owned these queues: start or scale up the group's "
@@ -65,7 +67,7 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
     (None, "REBALANCE_GAP"): (
         "A short gap while the group rebalanced after a membership change; no action unless it "
         "recurs. Frequent gaps come from unclean restarts (a crashed client stays in the "
-        "broker's list up to 120 s, facts §3): shut consumers down with shutdown()."),
+        "broker's list up to 120 s): shut consumers down with shutdown()."),
     (None, "STALE_OWNER"): (
         "An owner kept a queue until its next snapshot after a rebalance gave it to another "
         "member; expected briefly. If it lasts, check that the client rebalances (every 20 s) "
@@ -76,7 +78,7 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "dead channel (120 s); the next rebalance (20 s) gives the queue to a live member."),
     ("STUCK", "MASTER_DOWN"): (
         "The broker group's master is out of the route, so failed messages cannot go back to "
-        "%RETRY% and are retried locally, pinning the offset (DESIGN §5.3, facts §10): restore "
+        "%RETRY% and are retried locally, pinning the offset: restore "
         "the master (or run controller mode / slave-acting-master, or host the retry topic on a "
         "second broker group), then re-drive the message from %DLQ%<group> once it is back."),
     ("STUCK", "CONSUME_FAILING"): (
@@ -86,7 +88,7 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "maxReconsumeTimes (16) to %DLQ%."),
     ("STUCK", "SLOW_MESSAGE"): (
         "One message takes long while later ones finish, pinning the committed offset at "
-        "blocking_offset (facts §5.3): find why it is slow (mqadmin consumerStatus -g GROUP -s "
+        "blocking_offset: find why it is slow (mqadmin consumerStatus -g GROUP -s "
         "gives a jstack). The client sends it back after consumeTimeout (15 min) and the offset "
         "moves; lower consumeTimeout or bound the listener's work. If the queue moves before "
         "that, the messages after it are consumed again (redelivery_risk)."),
@@ -96,7 +98,7 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "client; the expired-message cleaner cannot release a message that never started."),
     ("REBALANCE", "SUBSCRIPTION_FLAPPING"): (
         "The broker's subscription table flips at members' heartbeats because they subscribe "
-        "different topics, and every flip rebalances the whole group (facts §4): make every "
+        "different topics, and every flip rebalances the whole group: make every "
         "member subscribe the same topics, or split the group."),
     ("REBALANCE", "CHURN"): (
         "Many rebalances in one day: each member joining, leaving or expiring rebalances the "

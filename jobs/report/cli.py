@@ -35,7 +35,8 @@ def report_command(run_date: str, lake: Path, out: Path, engine: str | None, rem
     with _session(engine or settings.engine.name, remote, settings) as spark:
         summary = write_report(spark, lake, day, out)
     click.echo(f"wrote {out}: {summary['groups']} groups, {summary['findings']} findings, "
-               f"{summary['timelines']} timelines, {summary['heatmaps']} heatmaps")
+               f"{summary['timelines']} timelines, {summary['heatmaps']} heatmaps, "
+               f"{summary['incidents']} incidents")
 
 
 def report_for_demo(lake: Path, day: dt.date, out: Path) -> dict:
