@@ -190,6 +190,17 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
+DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.1"  # delta-spark 4.4.1 for Spark 4.2
+_DELTA_MISSING = ("Failed to find the data source: delta", "DeltaCatalog",
+                  "DeltaSparkSessionExtension", "ClassNotFoundException: io.delta")
+
+
+def _delta_missing(exc: BaseException) -> bool:
+    """Did classic Spark fail because the Delta jars are not on its class path?"""
+    text = str(exc)
+    return any(marker in text for marker in _DELTA_MISSING)
+
+
 class FindingsAtOrAbove(RocketlensError):
     """The run succeeded and found what ``--fail-on`` asks to fail on (exit 3, for Airflow)."""
 
@@ -249,6 +260,11 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     except Exception as exc:
         if isinstance(exc, NoLandingData):
             error: RocketlensError = NoDataForDay(str(exc))
+        elif _delta_missing(exc):
+            error = UsageProblem(
+                f"the Delta package is missing from this Spark ({_first_line(exc)[:160]}): pass "
+                f"--packages {DELTA_PACKAGE} to spark-submit (or put the Delta jars on the "
+                "cluster) and rerun")
         elif isinstance(exc, RocketlensError):
             error = exc
         elif any(m in str(exc) for m in ("Resources exhausted", "Failed to allocate additional")):
