@@ -48,7 +48,7 @@ test-sail: $(STAMP)
 test-spark: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "not delta and not sail_only"
 
-test-airflow:
+test-airflow: $(STAMP)  # the DAG-run tests start the project venv's CLI and Sail server
 	PY=$(PY) bash airflow/run_tests.sh
 
 # Production artefacts under dist/ (see docs/operations.md, spark-submit): the wheel, a packed

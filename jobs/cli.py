@@ -1,8 +1,9 @@
 """The ``rocketlens`` command line (DESIGN.md §1).
 
 Exit codes: 0 ran (findings or not), 1 failure, 2 bad usage or settings, 3 findings at or above
-``--fail-on``, 4 landing directory missing, 5 no landing data for the day, 6 engine did not start,
-7 Java missing for ``--engine spark`` (docs/operations.md, Failure modes). Every option also reads
+``--fail-on``, 4 landing directory missing, 5 no landing data for the day (no file, or files
+without a line), 6 engine did not start, 7 Java missing for ``--engine spark``, 8 a notification
+was not delivered (docs/operations.md, Failure modes; docs/alerts.md). Every option also reads
 ``ROCKETLENS_<OPTION>``. A failure prints one line, ``rocketlens: …``, saying what to do; usage
 errors too (no usage block), so a scheduler's log shows the reason on the last line.
 """
@@ -105,7 +106,24 @@ def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
 
 
-@main.command()
+DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.1"  # delta-spark 4.4.1 for Spark 4.2
+_DELTA_MISSING = ("Failed to find the data source: delta", "DeltaCatalog",
+                  "DeltaSparkSessionExtension", "ClassNotFoundException: io.delta")
+
+
+def _delta_missing(exc: BaseException) -> bool:
+    """Did classic Spark fail because the Delta jars are not on its class path?"""
+    text = str(exc)
+    return any(marker in text for marker in _DELTA_MISSING)
+
+
+@main.command(epilog="""\b
+Example:
+  rocketlens run --date 2025-11-21 --landing /data/rocketmq/landing --lake /data/rocketlens/lake
+
+Exit codes: 0 ran (findings or not); 1 failure; 2 bad usage or settings; 3 findings at or above
+--fail-on; 4 landing directory missing; 5 no landing file or no line for the day; 6 engine did
+not start; 7 no Java for --engine spark.""")
 @env_option("--date", "run_date", required=True, callback=parse_date, help="UTC day YYYY-MM-DD.")
 @env_option("--landing", required=True, type=click.Path(file_okay=False, path_type=Path),
       help="Landing root: <landing>/<source>/date=YYYY-MM-DD/.")
@@ -114,7 +132,8 @@ def main() -> None:
 @env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
 @env_option("--remote", default=None, help="Spark Connect URL for --engine connect.")
 @env_option("--conf", default=None, type=click.Path(dir_okay=False), help="Settings TOML file.")
-@env_option("--fail-on", type=click.Choice(["INFO", "WARN", "CRITICAL"]), default=None,
+@env_option("--fail-on", type=click.Choice(["INFO", "WARN", "CRITICAL"], case_sensitive=False),
+      default=None,
       help="Exit 3 when the day has gold findings at or above this severity.")
 @env_option("--log-format", type=click.Choice(["text", "json"]), default="text",
       help="Progress on stderr: text, or one JSON object per step with the run_id.")
@@ -147,6 +166,11 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     except Exception as exc:
         if isinstance(exc, NoLandingData):
             error: RocketlensError = NoDataForDay(str(exc))
+        elif _delta_missing(exc):
+            error = UsageProblem(
+                f"the Delta package is missing from this Spark ({first_line(exc)[:160]}): pass "
+                f"--packages {DELTA_PACKAGE} to spark-submit (or put the Delta jars on the "
+                "cluster) and rerun")
         elif isinstance(exc, RocketlensError):
             error = exc
         elif out_of_memory := out_of_engine_memory(exc, settings):
@@ -168,6 +192,12 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
     click.echo(output.render_table(["table", f"rows {run_date}"],
                                    [[k, v] for k, v in report.table_rows.items()]))
     total = sum(findings.values())
+    if not any(r["lines"] for r in report.file_counts):
+        # files without a single line: a broken collector must not look like a quiet cluster
+        message = (f"the landing files of {run_date} under {landing} hold no line: check the "
+                   "collectors, and rerun once the day has landed (the day is stored empty)")
+        log(f"no_data {message}", level="WARNING")
+        raise NoDataForDay(message)
     if log_format == "json":
         log("finished", seconds=round(report.seconds, 3), rows=report.table_rows,
             findings_at_or_above=fail_on and findings)
@@ -179,22 +209,43 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
             + ", ".join(f"{name}={n}" for name, n in findings.items()))
 
 
-@main.command()
-@click.argument("query")
+SQL_EXAMPLE = """\b
+Examples:
+  rocketlens sql "SELECT * FROM gold.incidents WHERE severity = 'CRITICAL'" --lake ./lake
+  rocketlens sql --file docs/cookbook.sql --lake ./lake --format json
+  echo 'SELECT count(*) FROM gold.group_health' | rocketlens sql - --lake ./lake"""
+
+
+# unknown options are taken as the query: a query may start with "--" (a SQL comment)
+@main.command(epilog=SQL_EXAMPLE, context_settings={"ignore_unknown_options": True})
+@click.argument("query", required=False)
+@env_option("--file", "query_file", type=click.File("r", encoding="utf-8"), default=None,
+      help="Read the query from this file ('-' for stdin) instead of QUERY.")
 @env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
-@env_option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@env_option("--format", "fmt", type=click.Choice(["table", "json", "csv"], case_sensitive=False),
+      default="table")
 @env_option("--engine", type=ENGINE_CHOICE, default=None)
 @env_option("--remote", default=None)
 @env_option("--conf", default=None, type=click.Path(dir_okay=False))
-def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None,
-        conf: str | None) -> None:
+def sql(query: str | None, lake: Path, fmt: str, engine: str | None, remote: str | None,
+        conf: str | None, query_file=None) -> None:
     """Trusted ad-hoc SQL over every lake table (bronze.X, silver.X, gold.X).
 
-    The query runs as given, with this process's rights: it can read or write any path the
-    process can (``delta.`/any/path```, ``CREATE TABLE … LOCATION``). Never pass it text from
-    an untrusted source (docs/operations.md, Failure modes)."""
+    One statement, given as QUERY, with --file F, or on stdin (QUERY or F is '-'); comments
+    and a trailing ';' are allowed. The query runs as given, with this process's rights: it can
+    read or write any path the process can (``delta.`/any/path```, ``CREATE TABLE …
+    LOCATION``). Never pass it text from an untrusted source (docs/operations.md, Failure modes)."""
     from jobs import lake as lake_mod
 
+    if (query is None) == (query_file is None):
+        raise click.UsageError("give the query either as QUERY or with --file F (- for stdin)")
+    if query_file is not None:
+        query = query_file.read()
+    elif query == "-":
+        query = sys.stdin.read()
+    if not query or not query.strip():
+        raise click.UsageError("the query is empty")
+    fmt = fmt.lower()
     settings = load_settings(conf)
     with session(engine or settings.engine.name, remote, settings) as spark:
         lake_mod.register_tables(spark, lake)
@@ -208,7 +259,9 @@ def sql(query: str, lake: Path, fmt: str, engine: str | None, remote: str | None
     click.echo(output.render(columns, rows, fmt), nl=False)
 
 
-@main.command()
+@main.command(epilog="""\b
+Example:
+  rocketlens tables --lake ./demo-out/lake""")
 @env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
 @env_option("--engine", type=ENGINE_CHOICE, default=None)
 @env_option("--remote", default=None)
@@ -235,7 +288,9 @@ def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None)
 DEMO_DATE = dt.date(2025, 11, 21)
 
 
-@main.command()
+@main.command(epilog="""\b
+Example:
+  rocketlens demo --out ./demo-out   # then open demo-out/report.html""")
 @env_option("--lake", type=click.Path(file_okay=False, path_type=Path), default=None,
             help="Default: <out>/lake.")
 @env_option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-out"))
@@ -283,6 +338,8 @@ def _demo_findings(spark, lake: Path) -> str:
 
 
 def _register_commands() -> None:
+    from jobs.delivery.metrics import metrics_command
+    from jobs.delivery.notify import notify_command
     from jobs.replay.cli import replay_command
     from jobs.replay.which_queue import which_queue_command
     from jobs.report.cli import report_command
@@ -292,6 +349,8 @@ def _register_commands() -> None:
     main.add_command(replay_command)
     main.add_command(which_queue_command)
     main.add_command(report_command)
+    main.add_command(notify_command)
+    main.add_command(metrics_command)
 
 
 _register_commands()

@@ -55,7 +55,8 @@ class LandingMissing(RocketlensError):
 
 
 class NoDataForDay(RocketlensError):
-    """The landing root holds no file for the day (exit 5): the collectors have not delivered."""
+    """The landing root holds no file, or no line, for the day (exit 5): the collectors have not
+    delivered."""
 
     exit_code = 5
 

@@ -21,6 +21,8 @@ from jobs import lake
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_context import build_group_context, build_member_context
 from jobs.gold.group_health import build_group_health
+from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
+from jobs.gold.incidents import build_incidents
 from jobs.gold.orphaned_queues import OrphanRules, explain_orphan_episodes, orphaned_snapshots_of_day
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
@@ -175,6 +177,23 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
         gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count)}
 
 
+def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
+                    settings: Settings) -> dict[str, DataFrame]:
+    """gold.incidents, from the day's gold finding tables and the stored day before."""
+    return {"incidents": build_incidents(
+        gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
+        gold["rebalance_events"], previous, settings.severity.rebalance_warn_count)}
+
+
+def previous_incidents(spark: SparkSession, lake_dir: str | Path,
+                       run_date: dt.date) -> DataFrame:
+    """The stored gold.incidents of the day before ``run_date`` (empty when the lake has none)."""
+    day_before = run_date - dt.timedelta(days=1)
+    if lake.table_exists(spark, lake.table_path(lake_dir, "gold", "incidents")):
+        return lake.read_day(spark, lake_dir, "gold", "incidents", day_before)
+    return spark.createDataFrame([], INCIDENTS_SCHEMA)
+
+
 def only_day(df: DataFrame, run_date: dt.date) -> DataFrame:
     return df.where(F.col("date") == F.lit(run_date).cast("date"))
 
@@ -245,7 +264,10 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         gold = write_layer("gold", gold_frames(
             silver_day, stored, settings,
             lambda df, name: lake.stage(spark, df, lake_dir, run_id, name)))
+        gold_day = {k: only_day(v, run_date) for k, v in gold.items()}
         write_layer("gold", health_frames(gold, silver_day, settings))
+        write_layer("gold", incident_frames(
+            gold_day, previous_incidents(spark, lake_dir, run_date), settings))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

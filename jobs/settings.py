@@ -36,7 +36,7 @@ class EngineSettings(_Section):
     name: Literal["sail", "spark", "connect"] = "sail"
     remote: str = ""
     shuffle_partitions: int = Field(8, ge=1)
-    connect_timeout_seconds: float = Field(60, gt=0)
+    connect_timeout_seconds: float = Field(10, gt=0)
     sail_memory_pool_mib: int = Field(0, ge=0)
 
 
@@ -86,6 +86,11 @@ class ProducerSettings(_Section):
     hot_min_minutes: int = Field(60, ge=1)
     starved_min_minutes: int = Field(3, ge=1)
     starved_warn_minutes: int = Field(10, ge=1)
+class NotifySettings(_Section):
+    # apprise URLs for `rocketlens notify` when no --to is given (they may hold secrets: prefer
+    # the env var ROCKETLENS__NOTIFY__URLS='["slack://…"]' or a --conf file readable by the job only)
+    urls: list[str] = []
+    min_severity: Literal["INFO", "WARN", "CRITICAL"] = "WARN"
 
 
 class Settings(BaseSettings):
@@ -102,6 +107,7 @@ class Settings(BaseSettings):
     detection: DetectionSettings = DetectionSettings()
     severity: SeveritySettings = SeveritySettings()
     producer: ProducerSettings = ProducerSettings()
+    notify: NotifySettings = NotifySettings()
 
 
 

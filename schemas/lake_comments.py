@@ -236,6 +236,18 @@ TABLES: dict[str, dict[str, str]] = {
         "rebalances": "rows of gold.rebalance_events",
         "findings": "one string per kind, severity, topic and cause, most severe first",
     },
+    "gold.incidents": {
+        "_table": "one row per group, kind and cause of the day: what to fix",
+        "kind": "ORPHANED, DOUBLE_OWNED, STUCK or REBALANCE",
+        "cause": "root_cause of the finding rows (REBALANCE: SUBSCRIPTION_FLAPPING or CHURN)",
+        "severity": "highest severity of the rows",
+        "first_seen": "earliest start of the rows (UTC)",
+        "last_seen": "latest end of the rows (UTC)",
+        "queues": "topic/broker_name/queue_id of the rows, sorted",
+        "evidence": "the most severe, longest row's evidence",
+        "remediation": "what to change, from RocketMQ's mechanics",
+        "open_since_day": "first day of the unbroken run of days with this incident",
+    },
 }
 
 

@@ -92,3 +92,23 @@ def test_report_opens_its_session_through_the_settings_memory_pool(sample_lake, 
     assert last.startswith(f"rocketlens: report of {SAMPLE_DAY} ran out of engine memory (")
     assert "raise engine.sail_memory_pool_mib (now 1) and run it again" in last
     assert "Traceback" not in proc.stderr and not out.exists()
+
+def test_report_has_a_section_per_incident_and_labels_times_utc(report, sample_lake, spark):
+    """Every incident of the day has its section (what, since when, the queues, evidence, what
+    to do), whether or not it gets a plot; axes and times say UTC; the 14-day strip is there."""
+    import datetime as dt
+    import html
+
+    from jobs import lake as lake_mod
+
+    out, stdout = report
+    page = out.read_text()
+    incidents = lake_mod.read_day(spark, sample_lake, "gold", "incidents",
+                                  dt.date.fromisoformat(SAMPLE_DAY)).collect()
+    assert any(r.severity in ("WARN", "CRITICAL") for r in incidents)
+    assert page.count('class="incident"') == len(incidents)
+    assert f"{len(incidents)} incidents" in stdout
+    for r in incidents:
+        assert html.escape(f"{r.group} · {r.kind} · {r.cause}") in page
+    assert "what to do" in page and "time (UTC)" in page and " UTC</td>" in page
+    assert '<table id="status-strip">' in page

@@ -1,8 +1,16 @@
 """rocketlens nightly DAGs (Airflow 3): one UTC day of RocketMQ monitoring data per run.
 
-``rocketlens_nightly``: wait for the day's landing data, then ``spark-submit`` the job
-(``SparkSubmitOperator``, Delta through ``--packages``, the packed venv through ``--archives``).
+``rocketlens_nightly``: wait for the day's landing data, ``spark-submit`` the job
+(``SparkSubmitOperator``, Delta through ``--packages``, the packed venv through ``--archives``),
+then ``report`` and ``notify`` on the worker.
 ``rocketlens_nightly_connect``: the same day through a Spark Connect server (``--engine connect``).
+
+Each run: ``wait_for_landing`` → run → ``report`` → ``notify``. Findings never fail the run task
+(no ``--fail-on``): a night with CRITICAL incidents is a green DAG run whose ``notify`` step sends
+them (apprise URLs from the Variable ``rocketlens_notify_urls_secret``, a JSON list, masked in
+logs; threshold: the DAG param ``min_severity``). A red task means the pipeline itself failed;
+``alert_on_failure`` fires then, after the last try. ``notify`` runs when the run succeeded, even
+if the report failed (``all_done_min_one_success`` over both).
 
 Which day: the timetable is an explicit *data-interval* timetable. A run scheduled at 02:30 UTC
 on D+1 covers [D 02:30, D+1 02:30) and processes ``{{ data_interval_start | ds }}`` = D; the
@@ -10,14 +18,20 @@ on D+1 covers [D 02:30, D+1 02:30) and processes ``{{ data_interval_start | ds }
 in Airflow 3 means ``CronTriggerTimetable``, whose interval is collapsed to the run time: the same
 template would then give D+1 and silently process the wrong (incomplete) day.
 
+``catchup`` is off (``ROCKETLENS_DAG_CATCHUP=true`` turns it on): switching the DAG on runs the
+latest day only. Backfill earlier days explicitly, e.g.
+``airflow backfill create --dag-id rocketlens_nightly --from-date 2025-11-20 --to-date 2025-11-27``
+(days run in order, one at a time: ``max_active_runs=1``, and each day's ``open_since_day``
+reads the day before).
+
 Settings are Airflow Variables read when a task runs (Jinja ``var.value``), never at parse time;
-each has a default (``VARIABLES``). ``rocketlens run`` exit codes that a retry cannot change fail
-the task at once (``FAIL_FAST``): 2 bad usage or settings, 3 findings at or above ``--fail-on``
-(the findings would not go away), 7 no Java on the worker. The others retry: 1 any other failure
-(a rerun repairs a partly replaced day), 4 landing directory missing (storage not mounted), 5 no
-landing data (the sensor saw the day's offsets, so files vanishing is likely transient), 6 engine
-did not start (cluster or Connect server down). ``alert_on_failure`` fires on any failure after
-the last try.
+each has a default (``VARIABLES``). Exit codes come from the process's return code (the CLI
+steps; spark-submit in client mode), never from error text. Codes a retry cannot change fail the
+task at once (``FAIL_FAST``): 2 bad usage or settings, 3 findings at or above ``--fail-on`` (when
+a deployment adds it), 7 no Java on the worker. The others retry: 1 any other failure (a rerun
+repairs a partly replaced day), 4 landing directory missing (storage not mounted), 5 no landing
+data (the sensor saw the day's offsets, so files vanishing is likely transient), 6 engine did not
+start (cluster or Connect server down), 8 a notification not delivered.
 """
 
 from __future__ import annotations
@@ -25,14 +39,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import re
+import subprocess
 from pathlib import Path
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.providers.standard.operators.bash import BashOperator
-from airflow.sdk import DAG, CronDataIntervalTimetable, task
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk import DAG, BaseOperator, CronDataIntervalTimetable, Param, TriggerRule, task
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 log = logging.getLogger("rocketlens.alerts")
 
@@ -47,13 +60,16 @@ VARIABLES = {
     # the artifact delta-spark 4.4.1 names for pyspark 4.2; "" when the image has the jars
     "rocketlens_delta_packages": "io.delta:delta-spark_4.2_2.13:4.4.1",
     "rocketlens_spark_connect_url": "sc://spark-connect:15002",
-    "rocketlens_fail_on": "CRITICAL",
+    "rocketlens_reports": "/data/rocketlens/reports",  # report-<day>.html per run
+    # apprise URLs as a JSON list; "secret" in the name makes Airflow mask the value in logs
+    "rocketlens_notify_urls_secret": "[]",
 }
 
 DAY = "{{ data_interval_start | ds }}"
 SCHEDULE = CronDataIntervalTimetable("30 2 * * *", timezone="UTC")
 # First data interval; set to the first day the landing zone holds (catchup runs every day since).
 START_DATE = pendulum.parse(os.environ.get("ROCKETLENS_DAG_START_DATE", "2025-11-20"), tz="UTC")
+CATCHUP = os.environ.get("ROCKETLENS_DAG_CATCHUP", "false").strip().lower() == "true"
 FINDINGS_EXIT_CODE = 3
 # rocketlens run's exit codes that fail the task without retries (docs/operations.md, Failure modes)
 FAIL_FAST = {
@@ -85,32 +101,65 @@ def alert_on_failure(context) -> None:
         notifier(context)
 
 
-class _FailFastOnPermanentErrors:
-    """The ``FAIL_FAST`` exit codes fail the task without retries; other errors retry."""
+def raise_for_exit_code(code: int | None, context, error: BaseException | None = None):
+    """A non-zero ``rocketlens`` exit code as the task's failure: ``FAIL_FAST`` codes without
+    retries, the others (and an unknown code) retried."""
+    day = f"{context['data_interval_start']:%Y-%m-%d}"
+    if code in FAIL_FAST:
+        raise AirflowFailException(f"rocketlens {FAIL_FAST[code]} for {day} (exit {code}); see "
+                                   "the task log's last rocketlens: line") from error
+    raise AirflowException(f"rocketlens failed for {day} (exit {code}); see the task log's "
+                           "last rocketlens: line") from error
 
-    exit_code_pattern: str  # with one {code} placeholder: how the operator's error names it
+
+class RocketlensSparkSubmitOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` whose connection id and archives are public template fields (from
+    Variables), and whose failures keep spark-submit's return code (client mode: the driver's)."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "conn_id", "archives")
+
+    def __init__(self, *, conn_id: str = "spark_default", archives: str | None = None, **kwargs):
+        super().__init__(conn_id=conn_id, archives=archives, **kwargs)
+        self.conn_id = conn_id
+        self.archives = archives
+
+    def _get_hook(self):
+        self._conn_id, self._archives = self.conn_id, self.archives  # the rendered values
+        return super()._get_hook()
 
     def execute(self, context):
         try:
             return super().execute(context)
-        except Exception as exc:
-            for code, reason in FAIL_FAST.items():
-                if re.search(self.exit_code_pattern.format(code=code), str(exc)):
-                    raise AirflowFailException(
-                        f"rocketlens {reason} for {context['data_interval_start']:%Y-%m-%d} "
-                        f"(exit {code}); see the task log's last rocketlens: line") from exc
-            raise
+        except AirflowException as exc:
+            process = getattr(self._hook, "_submit_sp", None)
+            code = process.returncode if process is not None else None
+            if code is None:  # cluster mode or no process: nothing to tell; retry
+                raise
+            raise_for_exit_code(code, context, exc)
 
 
-class RocketlensSparkSubmitOperator(_FailFastOnPermanentErrors, SparkSubmitOperator):
-    """``SparkSubmitOperator`` whose connection id and archives come from Variables too."""
+class RocketlensCliOperator(BaseOperator):
+    """``<python> -m jobs <arguments>`` on the worker: output into the task log, the exit code
+    from the process (``raise_for_exit_code``)."""
 
-    template_fields = (*SparkSubmitOperator.template_fields, "_conn_id", "_archives")
-    exit_code_pattern = r"Error code is: {code}\b"
+    template_fields = ("arguments", "python", "env")
 
+    def __init__(self, *, arguments: list[str], python: str, env: dict | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.arguments = arguments
+        self.python = python
+        self.env = env or {}
 
-class RocketlensBashOperator(_FailFastOnPermanentErrors, BashOperator):
-    exit_code_pattern = r"non-zero exit code {code}\b"
+    def execute(self, context):
+        command = [self.python, "-m", "jobs", *self.arguments]
+        self.log.info("running rocketlens %s", " ".join(self.arguments[:1]))
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, **self.env}) as process:
+            for line in process.stdout:
+                self.log.info("%s", line.rstrip())
+            code = process.wait()
+        if code:
+            raise_for_exit_code(code, context)
 
 
 @task.sensor(poke_interval=10 * 60, timeout=12 * 3600, mode="reschedule")
@@ -127,8 +176,28 @@ def wait_for_landing(landing: str, day: str) -> bool:
 
 def cli_args(engine: str) -> list[str]:
     return ["run", "--date", DAY, "--landing", var("rocketlens_landing"),
-            "--lake", var("rocketlens_lake"), "--engine", engine,
-            "--fail-on", var("rocketlens_fail_on"), "--log-format", "json"]
+            "--lake", var("rocketlens_lake"), "--engine", engine, "--log-format", "json"]
+
+
+CLI_ENV = {"ROCKETLENS_ENV": "prod", "ROCKETLENS_CONF_DIR": var("rocketlens_home") + "/conf"}
+
+
+def report_and_notify(run) -> None:
+    """``run`` → ``report`` → ``notify`` on the worker (the embedded engine reads the lake)."""
+    report = RocketlensCliOperator(
+        task_id="report", python=var("rocketlens_python"), env=CLI_ENV,
+        arguments=["report", "--date", DAY, "--lake", var("rocketlens_lake"), "--engine", "sail",
+                   "--out", var("rocketlens_reports") + "/report-" + DAY + ".html"],
+        execution_timeout=dt.timedelta(hours=1))
+    notify = RocketlensCliOperator(
+        task_id="notify", python=var("rocketlens_python"),
+        env={**CLI_ENV, "ROCKETLENS__NOTIFY__URLS": var("rocketlens_notify_urls_secret")},
+        arguments=["notify", "--date", DAY, "--lake", var("rocketlens_lake"), "--engine", "sail",
+                   "--min-severity", "{{ params.min_severity }}"],
+        trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS,  # after the run, even without a report
+        execution_timeout=dt.timedelta(minutes=30))
+    run >> report >> notify
+    run >> notify
 
 
 DEFAULT_ARGS = {
@@ -137,8 +206,10 @@ DEFAULT_ARGS = {
     "retry_delay": dt.timedelta(minutes=10),
     "on_failure_callback": alert_on_failure,
 }
-COMMON = dict(schedule=SCHEDULE, start_date=START_DATE, catchup=True, max_active_runs=1,
-              default_args=DEFAULT_ARGS, tags=["rocketlens", "rocketmq"])
+PARAMS = {"min_severity": Param("WARN", enum=["INFO", "WARN", "CRITICAL"],
+                                description="notify sends the incidents at or above this")}
+COMMON = dict(schedule=SCHEDULE, start_date=START_DATE, catchup=CATCHUP, max_active_runs=1,
+              default_args=DEFAULT_ARGS, params=PARAMS, tags=["rocketlens", "rocketmq"])
 
 
 with DAG("rocketlens_nightly", description="RocketMQ day → Delta lake on Spark (spark-submit)",
@@ -162,24 +233,22 @@ with DAG("rocketlens_nightly", description="RocketMQ day → Delta lake on Spark
         env_vars={
             "PYSPARK_PYTHON": "./environment/bin/python",
             "PYSPARK_DRIVER_PYTHON": var("rocketlens_python"),
-            "ROCKETLENS_ENV": "prod",
-            "ROCKETLENS_CONF_DIR": var("rocketlens_home") + "/conf",
+            **CLI_ENV,
         },
         execution_timeout=dt.timedelta(hours=6),
     )
     landed >> submit
+    report_and_notify(submit)
 
 
 with DAG("rocketlens_nightly_connect",
          description="RocketMQ day → Delta lake through a Spark Connect server",
          doc_md=__doc__, **COMMON) as nightly_connect:
     landed = wait_for_landing(var("rocketlens_landing"), DAY)
-    run = RocketlensBashOperator(
-        task_id="rocketlens_run",
-        bash_command=" ".join([var("rocketlens_python"), "-m", "jobs", *cli_args("connect"),
-                               "--remote", var("rocketlens_spark_connect_url")]),
-        env={"ROCKETLENS_ENV": "prod", "ROCKETLENS_CONF_DIR": var("rocketlens_home") + "/conf"},
-        append_env=True,
+    run = RocketlensCliOperator(
+        task_id="rocketlens_run", python=var("rocketlens_python"), env=CLI_ENV,
+        arguments=[*cli_args("connect"), "--remote", var("rocketlens_spark_connect_url")],
         execution_timeout=dt.timedelta(hours=6),
     )
     landed >> run
+    report_and_notify(run)

@@ -32,7 +32,9 @@ def test_dagbag_imports_both_dags_with_no_errors(dagbag):
 def test_the_run_waits_for_the_landing_sensor(dagbag, dag_id):
     dag = dagbag.dags[dag_id]
     assert {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} == {
-        "wait_for_landing": [RUN_TASK[dag_id]], RUN_TASK[dag_id]: []}
+        "wait_for_landing": [RUN_TASK[dag_id]], RUN_TASK[dag_id]: ["notify", "report"],
+        "report": ["notify"], "notify": []}
+    assert dag.get_task("notify").trigger_rule == "all_done_min_one_success"
     sensor = dag.get_task("wait_for_landing")
     assert sensor.mode == "reschedule" and sensor.timeout > 0
 
@@ -41,7 +43,7 @@ def test_the_run_waits_for_the_landing_sensor(dagbag, dag_id):
 def test_one_run_at_a_time_with_retries_and_a_failure_alert(dagbag, dag_module, dag_id):
     dag = dagbag.dags[dag_id]
     assert dag.max_active_runs == 1
-    assert dag.catchup is True
+    assert dag.catchup is False  # switching the DAG on runs the latest day, not every day since
     for task in dag.tasks:
         assert task.retries == 2
         assert task.retry_delay == pendulum.duration(minutes=10)
@@ -88,8 +90,7 @@ def test_spark_submit_renders_the_day_and_the_variables(dagbag, monkeypatch):
     task = rendered(dagbag.dags["rocketlens_nightly"], "spark_submit")
     assert task.application_args == [
         "run", "--date", "2025-11-21", "--landing", "/data/rocketmq/landing",
-        "--lake", "/mnt/lake", "--engine", "spark", "--fail-on", "CRITICAL",
-        "--log-format", "json"]
+        "--lake", "/mnt/lake", "--engine", "spark", "--log-format", "json"]
     assert task.application == "/opt/rocketlens/entrypoint.py"
     assert task.name == "rocketlens-2025-11-21"
 
@@ -111,20 +112,45 @@ def test_spark_submit_command_for_a_logical_date(dagbag, monkeypatch):
     assert "--archives /srv/rocketlens/rocketlens-venv.tar.gz#environment" in text
     assert text.endswith("/srv/rocketlens/entrypoint.py run --date 2025-11-21 --landing "
                          "/data/rocketmq/landing --lake /data/rocketlens/lake --engine spark "
-                         "--fail-on CRITICAL --log-format json")
+                         "--log-format json")
     assert task.env_vars["PYSPARK_PYTHON"] == "./environment/bin/python"
 
 
 def test_connect_variant_renders_the_cli_with_the_connect_url(dagbag, monkeypatch):
     monkeypatch.setenv("AIRFLOW_VAR_ROCKETLENS_SPARK_CONNECT_URL", "sc://connect.internal:15002")
     task = rendered(dagbag.dags["rocketlens_nightly_connect"], "rocketlens_run")
-    assert task.bash_command == (
-        "/opt/rocketlens/venv/bin/python -m jobs run --date 2025-11-21 "
-        "--landing /data/rocketmq/landing --lake /data/rocketlens/lake --engine connect "
-        "--fail-on CRITICAL --log-format json --remote sc://connect.internal:15002")
+    assert (task.python, task.arguments) == ("/opt/rocketlens/venv/bin/python", [
+        "run", "--date", "2025-11-21", "--landing", "/data/rocketmq/landing", "--lake",
+        "/data/rocketlens/lake", "--engine", "connect", "--log-format", "json", "--remote",
+        "sc://connect.internal:15002"])
 
 
 @pytest.mark.parametrize("dag_id", DAG_IDS)
 def test_sensor_renders_the_same_day(dagbag, dag_id):
     task = rendered(dagbag.dags[dag_id], "wait_for_landing")
     assert list(task.op_args) == ["/data/rocketmq/landing", "2025-11-21"]
+
+
+@pytest.mark.parametrize("dag_id", DAG_IDS)
+def test_template_fields_are_public_attributes(dagbag, dag_id):
+    for task in dagbag.dags[dag_id].tasks:
+        assert all(not f.startswith("_") for f in task.template_fields), task.task_id
+        assert all(hasattr(task, f) for f in task.template_fields), task.task_id
+
+
+@pytest.mark.parametrize("dag_id", DAG_IDS)
+def test_report_and_notify_render_the_day_and_the_severity_param(dagbag, dag_id, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_VAR_ROCKETLENS_NOTIFY_URLS_SECRET", '["json://hook:1/x"]')
+    dag = dagbag.dags[dag_id]
+    assert dag.params["min_severity"] == "WARN"
+    report = rendered(dag, "report")
+    assert report.arguments == ["report", "--date", "2025-11-21", "--lake",
+                                "/data/rocketlens/lake", "--engine", "sail", "--out",
+                                "/data/rocketlens/reports/report-2025-11-21.html"]
+    task = copy.deepcopy(dag.get_task("notify"))
+    context = run_context(dag, task, START, END)
+    context["params"] = {"min_severity": "CRITICAL"}
+    task.render_template_fields(context)
+    assert task.arguments == ["notify", "--date", "2025-11-21", "--lake", "/data/rocketlens/lake",
+                              "--engine", "sail", "--min-severity", "CRITICAL"]
+    assert task.env["ROCKETLENS__NOTIFY__URLS"] == '["json://hook:1/x"]'

@@ -32,19 +32,24 @@ def test_sensor_waits_for_the_day_with_data_and_the_next_day_folder(dag_module, 
     assert sensor_check(dag_module, tmp_path) is False  # late records may still come
 
 
-# rocketlens run exit codes (docs/operations.md, Failure modes): 2 usage, 3 findings, 7 no Java fail at once;
-# 1 other failure, 4 landing missing, 5 no landing data, 6 engine down retry.
+# rocketlens exit codes (docs/operations.md, Failure modes): 2 usage, 3 findings, 7 no Java fail at once;
+# 1 other failure, 4 landing missing, 5 no landing data, 6 engine down, 8 not delivered retry.
 FAIL_FAST = {2, 3, 7}
 EXIT_CODES = [(code, AirflowFailException if code in FAIL_FAST else AirflowException)
-              for code in range(1, 8)]
+              for code in range(1, 9)]
 
 
 @pytest.mark.parametrize("code, error", EXIT_CODES)
-def test_bash_run_fails_fast_only_on_permanent_errors(dag_module, code, error):
-    op = dag_module.RocketlensBashOperator(task_id="t", bash_command=f"exit {code}")
+def test_cli_step_fails_fast_only_on_permanent_errors(dag_module, tmp_path, code, error):
+    """The exit code comes from the process itself: a stand-in interpreter exiting with it."""
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho \"rocketlens: failing on purpose ($*)\"\nexit {code}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    op = dag_module.RocketlensCliOperator(task_id="t", python=str(fake), arguments=["run"])
     with pytest.raises(error) as raised:
         op.execute(CONTEXT)
     assert (raised.type is AirflowFailException) == (code in FAIL_FAST)
+    assert f"(exit {code})" in str(raised.value)
 
 
 @pytest.mark.parametrize("code, error", EXIT_CODES)

@@ -19,7 +19,9 @@ from jobs.cli_common import RocketlensError, UsageProblem
 REPLAY_ENGINES = ("python", "sail", "spark")
 
 
-@click.command("replay")
+@click.command("replay", epilog="""\b
+Example:
+  rocketlens replay --cases allocation_vectors_public.jsonl --engine python""")
 @click.option("--cases", "cases_path", required=True, envvar="ROCKETLENS_CASES",
               type=click.Path(dir_okay=False),
               help="JSON Lines file of allocation and/or producer cases (the format of vectors/).")

@@ -120,6 +120,69 @@ def _ownership(spark, lake, day, pairs: list[tuple]) -> dict[tuple, list[dict]]:
     return out
 
 
+def _incidents(spark, lake, day) -> list[dict] | None:
+    """The day's gold.incidents, most severe and newest first (None: the lake has none yet)."""
+    if not (Path(lake) / "gold" / "incidents").is_dir():
+        return None
+    rows = [r.asDict(recursive=True)
+            for r in lake_mod.read_day(spark, lake, "gold", "incidents", day).collect()]
+    rows.sort(key=lambda r: (SEVERITY_RANK.get(r["severity"], 9),
+                             (r["open_since_day"] or day) < day, r["cluster"], r["group"],
+                             r["kind"], r["cause"]))
+    return rows
+
+
+STRIP_DAYS = 14
+
+
+def _status_strip(spark, lake, day) -> tuple[list[dt.date], dict[tuple, dict]]:
+    """gold.group_health status per (cluster, group) over the ``STRIP_DAYS`` days up to ``day``."""
+    days = [day - dt.timedelta(days=k) for k in range(STRIP_DAYS - 1, -1, -1)]
+    df = (lake_mod.read_table(spark, lake, "gold", "group_health")
+          .where((F.col("date") >= F.lit(days[0])) & (F.col("date") <= F.lit(day)))
+          .select("cluster", "group", "date", "status"))
+    strip: dict[tuple, dict] = {}
+    for r in df.collect():
+        strip.setdefault((r["cluster"], r["group"]), {})[r["date"]] = r["status"]
+    return days, strip
+
+
+def _strip_table(days: list[dt.date], strip: dict[tuple, dict]) -> str:
+    head = "<th>group</th>" + "".join(f"<th>{d:%m-%d}</th>" for d in days)
+    body = []
+    for (cluster, group), by_day in sorted(strip.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        cells = "".join(
+            f'<td class="{by_day[d]}" title="{d} {by_day[d]}">{by_day[d][0]}</td>'
+            if d in by_day else f'<td title="{d}: not in the lake">·</td>' for d in days)
+        body.append(f"<tr><td>{html.escape(group)} ({html.escape(cluster)})</td>{cells}</tr>")
+    return f'<table id="status-strip"><tr>{head}</tr>{"".join(body)}</table>'
+
+
+def _incident_sections(incidents: list[dict], day: dt.date) -> str:
+    """One section per incident: what, since when, the queues, evidence, what to do."""
+    parts = []
+    for i, r in enumerate(incidents):
+        since = r["open_since_day"] or day
+        age = ("new today" if since >= day
+               else f"open since {since} ({(day - since).days + 1} days, continuing)")
+        queues = r["queues"] or []
+        shown = ", ".join(html.escape(q) for q in queues[:20]) + (
+            f" … (+{len(queues) - 20})" if len(queues) > 20 else "")
+        parts.append(
+            f'<div class="incident" id="incident-{i}">'
+            f'<h3><span class="{html.escape(r["severity"])}">{html.escape(r["severity"])}</span> '
+            f'{html.escape(r["group"])} · {html.escape(r["kind"])} · {html.escape(r["cause"])}'
+            f'</h3><table>'
+            f'<tr><th>since</th><td>{age}</td></tr>'
+            f'<tr><th>seen</th><td>{r["first_seen"]:%Y-%m-%d %H:%M:%S} – '
+            f'{r["last_seen"]:%Y-%m-%d %H:%M:%S} UTC</td></tr>'
+            f'<tr><th>queues ({len(queues)})</th><td>{shown or "-"}</td></tr>'
+            f'<tr><th>evidence</th><td>{html.escape(r["evidence"] or "-")}</td></tr>'
+            f'<tr><th>what to do</th><td>{html.escape(r["remediation"] or "-")}</td></tr>'
+            f'</table></div>')
+    return "\n".join(parts)
+
+
 def _health(spark, lake, day) -> list[dict]:
     df = lake_mod.read_day(spark, lake, "gold", "group_health", day)
     rows = [r.asDict(recursive=True) for r in df.collect()]
@@ -144,6 +207,7 @@ def _timeline_figure(f: Finding, points: list[dict]):
                   opacity=0.12, line_width=0)
     fig.update_layout(title={"text": html.escape(f.title), "font": {"size": 13}}, height=300,
                       margin={"l": 60, "r": 60, "t": 40, "b": 30}, legend={"orientation": "h"})
+    fig.update_xaxes(title_text="time (UTC)")
     fig.update_yaxes(title_text="lag", secondary_y=False)
     fig.update_yaxes(title_text="time lag (s)", secondary_y=True)
     return fig
@@ -166,6 +230,7 @@ def _heatmap_figure(title: str, cells: list[dict]):
         z=z, x=times, y=queues, zmin=-0.5, zmax=2.5, colorscale=scale,
         colorbar={"tickvals": [0, 1, 2], "ticktext": [STATE_NAMES[i] for i in range(3)]},
         hovertemplate="%{y} %{x}<extra></extra>"))
+    fig.update_xaxes(title_text="time (UTC)")
     fig.update_layout(title={"text": html.escape(title), "font": {"size": 13}},
                       height=max(220, 60 + 18 * len(queues)),
                       margin={"l": 110, "r": 40, "t": 40, "b": 30})
@@ -179,6 +244,8 @@ table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;paddin
 vertical-align:top;text-align:left}th{background:#f4f4f4}.CRITICAL{background:#f8d0d0}
 .WARN{background:#fdebc8}.OK{background:#d9f2d9}.INFO{background:#e4eefb}
 .note{color:#666;font-size:13px}.finding{margin:8px 0 4px;font-size:13px}
+.incident h3{font-size:15px;margin:18px 0 4px}.incident th{width:120px}
+#status-strip td{text-align:center;min-width:22px}
 """
 
 
@@ -213,11 +280,27 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
 
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
              f"<title>rocketlens report {day}</title><style>{CSS}</style></head><body>",
-             f"<h1>rocketlens report · {day} (UTC)</h1>",
+             f"<h1>rocketlens report · {day} (UTC day; every time in this report is UTC)</h1>",
              f"<p class='note'>{len(health)} groups, {len(findings)} findings "
              f"(orphaned, double-owned, stuck). Series are downsampled to at most {MAX_POINTS} "
              "time buckets (max per bucket).</p>",
              "<h2>Group health</h2>", _health_table(health)]
+    incidents = _incidents(spark, lake, day)
+    parts.append("<h2>Incidents: what to do</h2>")
+    if incidents is None:
+        parts.append("<p class='note'>This lake has no gold.incidents yet: rerun the day with "
+                     "this version to get them.</p>")
+    elif not incidents:
+        parts.append("<p>No incidents on this day.</p>")
+    else:
+        alerting = sum(r["severity"] in ("WARN", "CRITICAL") for r in incidents)
+        parts.append(f"<p class='note'>{len(incidents)} incidents ({alerting} WARN or "
+                     "CRITICAL), most severe and new first; times are UTC.</p>")
+        parts.append(_incident_sections(incidents, day))
+    days, strip = _status_strip(spark, lake, day)
+    parts.append(f"<h2>Status of the last {STRIP_DAYS} days (gold.group_health)</h2>")
+    parts.append("<p class='note'>O OK, W WARN, C CRITICAL; · the day is not in the lake.</p>")
+    parts.append(_strip_table(days, strip))
     include_js = [True]
 
     def plot(fig, div_id: str) -> str:
@@ -255,7 +338,7 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
         parts.append("<p class='note'>No plots for this day.</p>")
     parts.append("</body></html>")
     summary = {"groups": len(health), "findings": len(findings), "timelines": timelines,
-               "heatmaps": heatmaps}
+               "heatmaps": heatmaps, "incidents": len(incidents or [])}
     return "\n".join(parts), summary
 
 

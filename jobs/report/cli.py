@@ -19,7 +19,9 @@ from jobs.cli_common import (
 )
 
 
-@click.command("report")
+@click.command("report", epilog="""\b
+Example:
+  rocketlens report --date 2025-11-21 --lake ./lake --out report-2025-11-21.html""")
 @env_option("--date", "run_date", required=True, callback=parse_date, help="UTC day YYYY-MM-DD.")
 @env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path),
             help="Lake root.")
@@ -48,4 +50,5 @@ def report_command(run_date: dt.date, lake: Path, out: Path, engine: str | None,
                 f"report of {run_date} failed ({type(exc).__name__}: {first_line(exc)}): check "
                 f"that 'rocketlens run' finished for {run_date}, then run it again") from None
     click.echo(f"wrote {out}: {summary['groups']} groups, {summary['findings']} findings, "
-               f"{summary['timelines']} timelines, {summary['heatmaps']} heatmaps")
+               f"{summary['timelines']} timelines, {summary['heatmaps']} heatmaps, "
+               f"{summary['incidents']} incidents")

@@ -19,7 +19,9 @@ class _SimulateFailed(click.ClickException):
         click.echo(f"rocketlens: {self.format_message()}", err=True)
 
 
-@click.command("simulate")
+@click.command("simulate", epilog="""\b
+Example:
+  rocketlens simulate --scenario duplicate-client-id --date 2025-11-21 --landing ./landing""")
 @click.option("--scenario", required=True, envvar="ROCKETLENS_SCENARIO",
               help="Built-in scenario name (healthy, duplicate-client-id, topicb-subscription, strategy-mismatch, "
                    "client-leaves, slow-message, consumer-crash, sample) or a .toml/.json scenario file.")

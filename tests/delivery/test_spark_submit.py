@@ -105,3 +105,14 @@ def test_spark_submit_passes_the_cli_exit_code_through(tmp_path):
                         "--lake", str(tmp_path), "--engine", "spark")
     assert proc.returncode == 2
     assert "YYYY-MM-DD" in proc.stdout + proc.stderr
+
+
+def test_a_spark_without_the_delta_package_fails_in_one_line_naming_it(tmp_path):
+    """spark-submit without ``--packages io.delta:…`` and a Delta lake: exit 2 (a setting, not a
+    transient failure) and a last line that names the package to add."""
+    proc = spark_submit("run", "--date", E.RUN_DATE.isoformat(), "--landing", str(E.HAND_DAY),
+                        "--lake", str(tmp_path / "lake"), "--engine", "spark")
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]  # the job's own output (the JVM logs to stderr)
+    assert last.startswith("rocketlens: the Delta package is missing from this Spark")
+    assert "--packages io.delta:delta-spark_4.2_2.13:4.4.1" in last

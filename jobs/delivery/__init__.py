@@ -1,0 +1,1 @@
+"""What leaves the lake: notifications (notify) and Prometheus metrics (metrics)."""

@@ -1,0 +1,196 @@
+"""gold.incidents: one row per group, kind and cause of the day (DESIGN.md §4).
+
+An incident gathers the day's finding rows that share ``(cluster, group, kind, cause)`` — what an
+on-call engineer fixes once, whatever the number of queues:
+- ``ORPHANED`` / ``DOUBLE_OWNED`` / ``STUCK``: the rows of gold.orphaned_queues,
+  gold.double_owned_queues and gold.stuck_queues, ``cause`` = their ``root_cause``;
+- ``REBALANCE``: the two gold.rebalance_events findings gold.group_health counts as WARN
+  (``SUBSCRIPTION_FLAPPING`` rows, and ``CHURN`` from ``rebalance_warn_count`` events a day), so
+  every WARN/CRITICAL group status has an incident that explains it. Single INFO rebalances are
+  normal operation and stay in gold.rebalance_events.
+
+``severity`` is the highest of the rows; ``first_seen``/``last_seen`` (UTC) span them; ``queues``
+lists ``topic/broker_name/queue_id`` sorted; ``evidence`` is the most severe, longest row's
+sentence (with how many more queues share it); ``remediation`` says what to change, from
+RocketMQ's mechanics (``REMEDIATION``: rocketmq-facts.md §1 strategies, §2.2 cidAll, §3 client
+ids and the 4.9.0 fix, §4 subscriptions and heartbeats, §5.3 the expired-message cleaner, §10 a
+master down; DESIGN.md §5.3).
+
+``open_since_day``: the previous day's incident with the same key carries its own
+``open_since_day`` forward; without one (no row, or that day not in the lake) the incident is new
+and opens today. A rerun of an earlier day therefore changes a later day only when that later day
+is rerun too (each day reads the stored day before it).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+KEY = ["cluster", "group", "kind", "cause"]
+COLUMNS = ["cluster", "group", "kind", "cause", "severity", "first_seen", "last_seen", "queues",
+           "evidence", "remediation", "open_since_day", "date"]
+SCHEMA = ("cluster string, group string, kind string, cause string, severity string, "
+          "first_seen timestamp, last_seen timestamp, queues array<string>, evidence string, "
+          "remediation string, open_since_day date, date date")
+KINDS = ("ORPHANED", "DOUBLE_OWNED", "STUCK", "REBALANCE")
+SEVERITY_RANKS = {"INFO": 1, "WARN": 2, "CRITICAL": 3}
+
+_FROM_ORPHANED = ("see this group's ORPHANED incident with the same cause for the fix; "
+                  "the queue moves once a live member owns it")
+# (kind, cause) → what to change; (None, cause) applies to every kind with that cause.
+REMEDIATION: dict[tuple[str | None, str], str] = {
+    (None, "DUPLICATE_CLIENT_ID"): (
+        "Several processes share one clientId (clientIP@instanceName): the broker lists "
+        "it twice in the group's client list, so one slice of queues has no consumer and the "
+        "processes with that id consume the same queues. Give every consumer process a unique "
+        "instanceName (setInstanceName, or a per-process -Drocketmq.client.name instead of a "
+        "fleet-wide one) and do not pin clientIP; Java clients from 4.9.0 on make the default "
+        "name unique by themselves (pid#nanoTime), so upgrade older clients (containers with "
+        "pid 1 on one docker IP collide)."),
+    (None, "SUBSCRIPTION_INCONSISTENT"): (
+        "Members of the group subscribe different topics: every member allocates the topic's "
+        "queues over all members, so the share of a member that does not subscribe it is never "
+        "consumed. Make every member of the group subscribe the same topics and tags, "
+        "or move the differing consumers to their own group."),
+    (None, "STRATEGY_INCONSISTENT"): (
+        "Members use different allocation strategies: each client computes its own slice, "
+        "so mixed strategies leave queues unowned or owned twice. Configure the same "
+        "AllocateMessageQueueStrategy on every member; finish a rolling change of strategy."),
+    (None, "CLIENT_NOT_IN_CID_ALL"): (
+        "A running client is missing from the consumer list the broker returns, so it "
+        "allocates itself nothing: check that its heartbeats reach every broker of "
+        "the topic (namesrvAddr, network, ACL) and that it uses this group name."),
+    (None, "NO_LIVE_CONSUMER"): (
+        "No live consumer of the group owned these queues: start or scale up the group's "
+        "consumers; the backlog is consumed once one is back."),
+    (None, "REBALANCE_GAP"): (
+        "A short gap while the group rebalanced after a membership change; no action unless it "
+        "recurs. Frequent gaps come from unclean restarts (a crashed client stays in the "
+        "broker's list up to 120 s): shut consumers down with shutdown()."),
+    (None, "STALE_OWNER"): (
+        "An owner kept a queue until its next snapshot after a rebalance gave it to another "
+        "member; expected briefly. If it lasts, check that the client rebalances (every 20 s) "
+        "and that its clock is right."),
+    ("STUCK", "NO_OWNER"): "No live owner while messages waited: " + _FROM_ORPHANED + ".",
+    ("STUCK", "OWNER_DOWN"): (
+        "Its only owner is not live: restart that consumer, or wait for the broker to drop the "
+        "dead channel (120 s); the next rebalance (20 s) gives the queue to a live member."),
+    ("STUCK", "MASTER_DOWN"): (
+        "The broker group's master is out of the route, so failed messages cannot go back to "
+        "%RETRY% and are retried locally, pinning the offset: restore "
+        "the master (or run controller mode / slave-acting-master, or host the retry topic on a "
+        "second broker group), then re-drive the message from %DLQ%<group> once it is back."),
+    ("STUCK", "CONSUME_FAILING"): (
+        "The listener keeps failing messages of this queue: fix the code or data behind the "
+        "failures (client log, RECONSUME_LATER / exceptions). Orderly consumers suspend and "
+        "retry the queue until it succeeds; concurrent ones send failures to %RETRY% and after "
+        "maxReconsumeTimes (16) to %DLQ%."),
+    ("STUCK", "SLOW_MESSAGE"): (
+        "One message takes long while later ones finish, pinning the committed offset at "
+        "blocking_offset: find why it is slow (mqadmin consumerStatus -g GROUP -s "
+        "gives a jstack). The client sends it back after consumeTimeout (15 min) and the offset "
+        "moves; lower consumeTimeout or bound the listener's work. If the queue moves before "
+        "that, the messages after it are consumed again (redelivery_risk)."),
+    ("STUCK", "CONSUMER_HUNG"): (
+        "Every consume thread of the owner is blocked and nothing finishes: take a jstack "
+        "(mqadmin consumerStatus -g GROUP -s), add timeouts to the blocking call and restart the "
+        "client; the expired-message cleaner cannot release a message that never started."),
+    ("REBALANCE", "SUBSCRIPTION_FLAPPING"): (
+        "The broker's subscription table flips at members' heartbeats because they subscribe "
+        "different topics, and every flip rebalances the whole group: make every "
+        "member subscribe the same topics, or split the group."),
+    ("REBALANCE", "CHURN"): (
+        "Many rebalances in one day: each member joining, leaving or expiring rebalances the "
+        "whole group. Look for restarting or crashing consumers and lost heartbeats; deploy with "
+        "clean shutdown()."),
+    (None, "UNKNOWN"): (
+        "The data does not say why: check the group's clients with mqadmin consumerStatus -g "
+        "GROUP and consumerConnection -g GROUP (ids, subscriptions, strategies)."),
+}
+
+
+def remediation(kind: Column, cause: Column) -> Column:
+    """The ``REMEDIATION`` sentence for ``(kind, cause)``; kind-specific first, then any kind."""
+    expr = F.lit(REMEDIATION[(None, "UNKNOWN")])
+    for (k, c), text in sorted(REMEDIATION.items(), key=lambda kv: kv[0][0] is not None):
+        cond = cause == c if k is None else (kind == k) & (cause == c)
+        expr = F.when(cond, F.lit(text)).otherwise(expr)
+    return expr
+
+
+def _rank(severity: Column) -> Column:
+    expr = F.lit(0)
+    for name, rank in SEVERITY_RANKS.items():
+        expr = F.when(severity == name, F.lit(rank)).otherwise(expr)
+    return expr
+
+
+def _queue_rows(df: DataFrame, kind: str, start: str, minutes: str) -> DataFrame:
+    return df.select(
+        "cluster", "group", F.lit(kind).alias("kind"), F.col("root_cause").alias("cause"),
+        "severity", F.col(start).alias("first_seen"), "last_seen",
+        F.concat_ws("/", "topic", "broker_name", F.col("queue_id").cast("string")).alias("queue"),
+        F.col(minutes).cast("double").alias("minutes"), "evidence", "date")
+
+
+def _rebalance_rows(events_df: DataFrame, rebalance_warn_count: int) -> DataFrame:
+    flapping = events_df.where(F.col("flaps_per_hour").isNotNull()).select(
+        "cluster", "group", F.lit("REBALANCE").alias("kind"),
+        F.lit("SUBSCRIPTION_FLAPPING").alias("cause"), F.lit("WARN").alias("severity"),
+        F.col("ts").alias("first_seen"), F.col("ts").alias("last_seen"),
+        F.lit(None).cast("string").alias("queue"),
+        F.col("flaps_per_hour").cast("double").alias("minutes"), "evidence", "date")
+    churn = (events_df.groupBy("cluster", "group", "date")
+             .agg(F.count(F.lit(1)).alias("_n"), F.min("ts").alias("first_seen"),
+                  F.max("ts").alias("last_seen"))
+             .where(F.col("_n") >= rebalance_warn_count)
+             .select("cluster", "group", F.lit("REBALANCE").alias("kind"),
+                     F.lit("CHURN").alias("cause"), F.lit("WARN").alias("severity"),
+                     "first_seen", "last_seen", F.lit(None).cast("string").alias("queue"),
+                     F.col("_n").cast("double").alias("minutes"),
+                     F.concat(F.col("_n").cast("string"),
+                              F.lit(" rebalances in the day, the first at "),
+                              F.date_format("first_seen", "HH:mm:ss"),
+                              F.lit(" UTC, the last at "), F.date_format("last_seen", "HH:mm:ss"),
+                              F.lit(" UTC")).alias("evidence"),
+                     "date"))
+    return flapping.unionByName(churn)
+
+
+def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
+                    rebalance_events_df: DataFrame, previous_df: DataFrame,
+                    rebalance_warn_count: int) -> DataFrame:
+    """The day's gold finding tables (DESIGN.md §4 columns) and the stored incidents of the day
+    before (``previous_df``, gold.incidents columns; rows of other days are ignored) in,
+    gold.incidents of the day out."""
+    rows = (_queue_rows(orphaned_df, "ORPHANED", "first_seen", "orphaned_minutes")
+            .unionByName(_queue_rows(double_owned_df, "DOUBLE_OWNED", "first_seen", "minutes"))
+            .unionByName(_queue_rows(stuck_df, "STUCK", "stuck_since", "stuck_minutes"))
+            .unionByName(_rebalance_rows(rebalance_events_df, rebalance_warn_count)))
+    # the sentence of the most severe, then longest row (sort key negated: ascending sort)
+    ranked = F.struct((-_rank(F.col("severity"))).alias("r"), (-F.col("minutes")).alias("m"),
+                      F.col("evidence").alias("e"))
+    grouped = rows.groupBy(*KEY, "date").agg(
+        F.max(_rank(F.col("severity"))).alias("_rank"),
+        F.min("first_seen").alias("first_seen"), F.max("last_seen").alias("last_seen"),
+        F.array_sort(F.collect_set("queue")).alias("queues"),
+        F.array_sort(F.collect_list(ranked)).getItem(0).getField("e").alias("_evidence"))
+    more = F.size("queues") - 1
+    evidence = F.when(more > 0, F.concat(
+        F.coalesce(F.col("_evidence"), F.lit("")), F.lit(" (the same on "),
+        more.cast("string"), F.when(more == 1, F.lit(" more queue)"))
+        .otherwise(F.lit(" more queues)")))).otherwise(F.col("_evidence"))
+    severity = F.lit("INFO")
+    for name, rank in SEVERITY_RANKS.items():
+        severity = F.when(F.col("_rank") == rank, F.lit(name)).otherwise(severity)
+    yesterday = (previous_df
+                 .join(grouped.select("date").distinct().withColumnRenamed("date", "_today"),
+                       F.col("date") == F.date_sub(F.col("_today"), 1))
+                 .select(*KEY, F.col("open_since_day").alias("_open_since")))
+    return (grouped.join(yesterday, on=KEY, how="left")
+            .select("cluster", "group", "kind", "cause", severity.alias("severity"),
+                    "first_seen", "last_seen", "queues", evidence.alias("evidence"),
+                    remediation(F.col("kind"), F.col("cause")).alias("remediation"),
+                    F.coalesce(F.col("_open_since"), F.col("date")).alias("open_since_day"),
+                    "date"))
