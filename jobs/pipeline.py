@@ -148,16 +148,19 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     stuck = stage(lasting_stuck_episodes(silver["queue_state"], stuck_rules(settings)),
                   "gold.stuck_queues.episodes")
     d = settings.detection
+    # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
+    orphaned_rows = stage(explain_orphan_episodes(
+        orphaned, silver["queue_state"], silver["member_context"], group_context,
+        bronze["client_log_events"], orphan_rules(settings)), "gold.orphaned_queues.rows")
     gold = {
-        "orphaned_queues": explain_orphan_episodes(
-            orphaned, silver["queue_state"], silver["member_context"], group_context,
-            bronze["client_log_events"], orphan_rules(settings)),
+        "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
             silver["queue_state"], group_context, silver["group_members"],
             orphan_rules(settings)),
         "stuck_queues": explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
-            silver["consume_status"], bronze["client_log_events"], stuck_rules(settings)),
+            silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
+            orphaned_rows),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],

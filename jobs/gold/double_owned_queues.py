@@ -12,8 +12,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import (minutes_between, number_episodes, severity,
-                                 with_previous_snapshot)
+from jobs.rules.episodes import minutes_between, number_episodes, with_previous_snapshot
+from jobs.rules.severity import severity
 from jobs.gold.orphaned_queues import QUEUE_KEY, OrphanRules, excluded_groups
 
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "owners", "first_seen",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.silver.queue_state import live_processes
+from jobs.rules.liveness import live_processes
 from jobs.time_joins import join_recent
 
 

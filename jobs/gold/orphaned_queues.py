@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import (minutes_between, number_episodes, severity,
+from jobs.rules.claims import groups_with_ownership_source
+from jobs.rules.episodes import (interval_start, minutes_between, number_episodes,
                                  with_previous_snapshot)
+from jobs.rules.evidence import offset_advanced
+from jobs.rules.severity import at_most_info, severity
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",
@@ -56,10 +59,12 @@ def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
     Only unowned rows (29 k of 9 M at bench scale M) meet the group's context; whether the
     queue's previous snapshot was orphaned is judged the same way from that snapshot's context.
     Joining the context to every row and numbering episodes over all of them took 46 s on Sail."""
-    unowned = (F.col("owner_count") == 0) & (F.col("queue_id") >= 0)
+    unowned = ((F.col("owner_count") == 0) & (F.col("queue_id") >= 0)
+               & ~offset_advanced(F.col("consumer_offset_delta")))
     previous_members = group_context_df.select("cluster", "group", F.col("ts").alias("_prev_ts"),
                                                F.col("members").alias("_prev_members"))
-    candidates = (with_previous_snapshot(queue_state_df, QUEUE_KEY, unowned)
+    candidates = (with_previous_snapshot(queue_state_df, QUEUE_KEY, unowned,
+                                         carry=("lag", "broker_offset"))
                   .join(excluded_df.withColumn("_excluded", F.lit(True)),
                         on=["cluster", "group"], how="left")
                   .join(group_context_df, on=["cluster", "group", "ts"], how="left")
@@ -68,25 +73,29 @@ def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
     orphaned = included & is_subscribed(F.col("topic"), F.col("members"))
     was_orphaned = (F.col("_prev_candidate") & included
                     & is_subscribed(F.col("topic"), F.col("_prev_members")))
-    return (number_episodes(candidates, QUEUE_KEY, orphaned, was_orphaned,
-                            rules.max_snapshot_gap_seconds)
-            .drop("_excluded", "_prev_members"))
+    gap = rules.max_snapshot_gap_seconds
+    return (number_episodes(candidates, QUEUE_KEY, orphaned, was_orphaned, gap)
+            .withColumn("_start_ts", interval_start("ts", gap))
+            .withColumn("_start_lag", interval_start("lag", gap))
+            .withColumn("_start_broker_offset", interval_start("broker_offset", gap))
+            .drop("_excluded", "_prev_members", "_prev_ts", "_prev_lag", "_prev_broker_offset"))
 
 
 def orphan_episodes(flagged_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """Orphaned snapshots (``orphan_snapshots``) → one row per episode with its evidence
-    columns."""
+    columns. An episode covers the snapshot intervals in which nobody committed, so it starts
+    at the snapshot before its first orphaned one (``interval_start``)."""
     non_subscribers = F.transform(
         F.filter("members", lambda m: m["topics"].isNotNull()
                  & ~F.array_contains(m["topics"], F.col("topic"))),
         lambda m: m["client_id"])
     episodes = flagged_df.groupBy(*QUEUE_KEY, "_episode").agg(
-        F.min("ts").alias("first_seen"),
+        F.max("_start_ts").alias("first_seen"),
         F.max("ts").alias("last_seen"),
-        F.min_by("lag", "ts").alias("lag_start"),
+        F.max("_start_lag").alias("lag_start"),
         F.max_by("lag", "ts").alias("lag_end"),
-        F.max("lag").alias("max_lag"),
-        (F.max_by("broker_offset", "ts") - F.min_by("broker_offset", "ts")).alias("growth"),
+        F.greatest(F.max("lag"), F.max("_start_lag")).alias("max_lag"),
+        (F.max_by("broker_offset", "ts") - F.max("_start_broker_offset")).alias("growth"),
         F.max("date").alias("date"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list(
             F.coalesce("duplicate_ids", F.array().cast("array<string>")))))).alias("dup_ids"),
@@ -187,14 +196,16 @@ def evidence(would_be_owner: Column) -> Column:
     return F.concat(text, window, lag)
 
 
-def finalize_orphans(df: DataFrame, rules: OrphanRules) -> DataFrame:
-    """Contract columns of gold.orphaned_queues."""
+def finalize_orphans(df: DataFrame, sources_df: DataFrame, rules: OrphanRules) -> DataFrame:
+    """Contract columns of gold.orphaned_queues. ``sources_df``:
+    ``jobs.rules.claims.groups_with_ownership_source``."""
     wbo = F.col("would_be_owner")
-    return df.select(
+    level = severity(F.col("root_cause"), F.col("lag_end"), F.col("orphaned_minutes"),
+                     rules.critical_lag, rules.critical_minutes)
+    return df.join(sources_df, on=["cluster", "group"], how="left").select(
         *QUEUE_KEY, "first_seen", "last_seen", "orphaned_minutes", "lag_start", "lag_end",
         "root_cause", wbo, evidence(wbo).alias("evidence"),
-        severity(F.col("root_cause"), F.col("lag_end"), F.col("orphaned_minutes"),
-                 rules.critical_lag, rules.critical_minutes).alias("severity"),
+        at_most_info(level, F.col("has_ownership_source")).alias("severity"),
         "date").select(*COLUMNS)
 
 
@@ -267,7 +278,8 @@ def explain_orphan_episodes(snapshots_df: DataFrame, queue_state_df: DataFrame,
         "group", "ts", "client_id")
     caused = with_root_cause(episodes, not_in_cid_all, membership_changes(group_context_df),
                              rules)
-    return finalize_orphans(with_would_be_owner(caused, queue_state_df, member_context_df), rules)
+    return finalize_orphans(with_would_be_owner(caused, queue_state_df, member_context_df),
+                            groups_with_ownership_source(queue_state_df), rules)
 
 
 def build_orphaned_queues(queue_state_df: DataFrame, member_context_df: DataFrame,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import with_episode_id
+from jobs.rules.episodes import with_episode_id
 from jobs.lake import Stage, no_staging
 from jobs.silver.dedup import filter_first_per_key
 

@@ -50,7 +50,10 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
     for gq in flow.tracked:
-        episodes += _runs(gq, ts, tr, "orphan", lambda k: not (seen[k] and tr.owners[gq][k]))
+        advanced = _advanced(gq, ts, tr)
+        episodes += [_from_previous_snapshot(e, ts, tr) for e in _runs(
+            gq, ts, tr, "orphan",
+            lambda k: not (seen[k] and tr.owners[gq][k]) and not advanced[k])]
         episodes += _runs(gq, ts, tr, "double", lambda k: seen[k] and len(tr.owners[gq][k]) >= 2)
         episodes += _stuck_runs(gq, ts, tr)
     episodes = [e for e in episodes if _keep(e, ts, tr)]
@@ -77,6 +80,29 @@ def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
     snapshot, which comes before the day's first connections round."""
     window = 90_000
     return [any(t - window < c <= t for c in connection_ts) for t in ts]
+
+
+def _advanced(gq: int, ts: list[int], tr) -> list[bool]:
+    """Per snapshot: the committed offset moved since the queue's previous written snapshot.
+    Someone consumed it, so the snapshot is not orphaned (DESIGN.md §5.1 "Evidence, not
+    absence")."""
+    out, prev = [False] * len(ts), None
+    for k in range(len(ts)):
+        if not tr.emitted[gq][k]:
+            continue
+        out[k] = prev is not None and tr.consumer_offset[gq][k] > tr.consumer_offset[gq][prev]
+        prev = k
+    return out
+
+
+def _from_previous_snapshot(e: Episode, ts: list[int], tr) -> Episode:
+    """An orphan episode covers the snapshot intervals in which nobody committed: it starts at
+    the snapshot before its first orphaned one (the last commit seen), when that one is within
+    ``max_snapshot_gap`` (DESIGN.md §5.2 counts durations in snapshot intervals too)."""
+    prev = next((k for k in range(e.first - 1, -1, -1) if tr.emitted[e.gq][k]), None)
+    if prev is not None and ts[e.first] - ts[prev] <= MAX_GAP_MS:
+        return Episode(e.kind, e.gq, prev, e.last)
+    return e
 
 
 def _runs(gq: int, ts: list[int], tr, kind: str, flag) -> list[Episode]:
