@@ -18,6 +18,7 @@ from jobs.rules.episodes import (interval_start, minutes_between, number_episode
                                  with_previous_snapshot)
 from jobs.rules.evidence import offset_advanced
 from jobs.rules.severity import at_most_info, severity
+from jobs.rules.subscription import subscribes
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",
@@ -43,14 +44,6 @@ def excluded_groups(members_df: DataFrame) -> DataFrame:
             .select("cluster", "group").distinct())
 
 
-def is_subscribed(topic: Column, members: Column) -> Column:
-    """A live member's own subscriptions name the topic; with no live member or no subscription
-    information at all, the offsets record itself says the group consumes it (DESIGN.md §5)."""
-    known = F.filter(members, lambda m: m["topics"].isNotNull())
-    return (F.coalesce(F.size(known), F.lit(0)) == 0) | F.exists(
-        known, lambda m: F.array_contains(m["topics"], topic))
-
-
 def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
                      excluded_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """The orphaned queue_state rows with the group's context and ``_episode``: consecutive
@@ -70,9 +63,9 @@ def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
                   .join(group_context_df, on=["cluster", "group", "ts"], how="left")
                   .join(previous_members, on=["cluster", "group", "_prev_ts"], how="left"))
     included = F.col("_excluded").isNull()
-    orphaned = included & is_subscribed(F.col("topic"), F.col("members"))
+    orphaned = included & subscribes(F.col("topic"), F.col("members"))
     was_orphaned = (F.col("_prev_candidate") & included
-                    & is_subscribed(F.col("topic"), F.col("_prev_members")))
+                    & subscribes(F.col("topic"), F.col("_prev_members")))
     gap = rules.max_snapshot_gap_seconds
     return (number_episodes(candidates, QUEUE_KEY, orphaned, was_orphaned, gap)
             .withColumn("_start_ts", interval_start("ts", gap))

@@ -33,3 +33,17 @@ def liveness_ends(members_df: DataFrame, liveness_window_seconds: int) -> DataFr
             .agg(F.max("ts").alias("_last"))
             .select("cluster", "group", "client_id",
                     plus_seconds(F.col("_last"), liveness_window_seconds).alias("live_until")))
+
+
+def processes_per_id(channels_df: DataFrame, key: list[str]) -> DataFrame:
+    """``key`` + ``processes``: how many processes hold a client id (DESIGN.md §3.2). A process
+    holds one channel per broker node, so processes are counted within one broker's view — the
+    same ``broker_name`` and ``broker_addr`` (or none): two different ``client_addr`` there are
+    two processes, the duplicate-clientID case RocketMQ's own tools cannot see (facts §3). The
+    channels a process keeps to a master and to its slaves (one ``broker_name``, several
+    ``broker_addr``) are one process. ``channels_df``: connection records, one per channel."""
+    view = F.concat_ws("|", F.coalesce("broker_name", F.lit("")),
+                       F.coalesce("broker_addr", F.lit("")))
+    per_view = channels_df.groupBy(*key, view.alias("_view")).agg(
+        F.countDistinct("client_addr").alias("_addrs"))
+    return per_view.groupBy(*key).agg(F.max("_addrs").cast("int").alias("processes"))
