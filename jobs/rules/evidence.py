@@ -14,12 +14,13 @@ def offset_advanced(consumer_offset_delta: Column) -> Column:
     return F.coalesce(consumer_offset_delta > 0, F.lit(False))
 
 
-def nobody_consumes_per_broker(broker_reports_no_owner: Column,
-                               consumer_offset_delta: Column) -> Column:
-    """``consumerProgress -s`` printed ``N/A`` **and** the committed offset did not advance: two
-    sources agree that no client holds the queue (a crashed client still listed by its channel
+def nobody_consumes_per_broker(broker_reports_no_owner: Column, consumer_offset_delta: Column,
+                               lag: Column) -> Column:
+    """``consumerProgress -s`` printed ``N/A`` **and** the committed offset did not advance
+    while messages wait (lag > 0; an idle queue proves nothing): two sources agree that no
+    client holds the queue (a crashed client still listed by its channel
     answers nobody and commits nothing, facts §3 "Stale ids"). ``N/A`` alone proves nothing:
     mqadmin stops filling owners for every later connection once one client does not answer
     (facts §5.2), so it never removes the claim of a queue whose offset moves."""
     return (F.coalesce(broker_reports_no_owner, F.lit(False))
-            & ~offset_advanced(consumer_offset_delta))
+            & ~offset_advanced(consumer_offset_delta) & F.coalesce(lag > 0, F.lit(False)))

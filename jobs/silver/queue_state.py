@@ -83,7 +83,7 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     by_claims = live_owners(claimed_by, F.col("_live"))
     by_ip = live_owners(ip_claimants(F.col("owner_ip"), F.col("_live")), F.col("_live"))
     nobody = nobody_consumes_per_broker(F.col("broker_reports_no_owner"),
-                                        F.col("consumer_offset_delta"))
+                                        F.col("consumer_offset_delta"), F.col("lag"))
     owners = (F.when(nobody, empty).when(F.size("_by_claims") > 0, F.col("_by_claims"))
               .otherwise(F.col("_by_ip")))
     ip_only = ~nobody & (F.size("_by_claims") == 0) & (F.size("_by_ip") > 0)

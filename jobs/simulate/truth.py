@@ -49,7 +49,10 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     ts = tr.snapshot_ts
     seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
+    abandoned = _abandoned_groups(cluster, flow, ts)
     for gq in flow.tracked:
+        if flow.gq_keys[gq][0] in abandoned:
+            continue
         advanced = _advanced(gq, ts, tr)
         episodes += [_from_previous_snapshot(e, ts, tr) for e in _runs(
             gq, ts, tr, "orphan",
@@ -80,6 +83,24 @@ def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
     snapshot, which comes before the day's first connections round."""
     window = 90_000
     return [any(t - window < c <= t for c in connection_ts) for t in ts]
+
+
+def _abandoned_groups(cluster: Cluster, flow: Flow, ts: list[int]) -> set[str]:
+    """Groups with no live member at any written snapshot and no message produced on their
+    queues: one INFO note in group_health, no per-queue finding (DESIGN.md §5.1)."""
+    tr = flow.track
+    out = set()
+    for group in {g for g, _ in flow.gq_keys}:
+        gqs = [i for i in flow.tracked if flow.gq_keys[i][0] == group]
+        written = [k for k in range(len(ts)) if any(tr.emitted[i][k] for i in gqs)]
+        if not gqs or not written:
+            continue
+        members = [p for p in cluster.processes if p.group == group]
+        if any(p.alive(ts[k]) for p in members for k in written):
+            continue
+        if all(len({tr.broker_offset[i][k] for k in written if tr.emitted[i][k]}) <= 1 for i in gqs):
+            out.add(group)
+    return out
 
 
 def _advanced(gq: int, ts: list[int], tr) -> list[bool]:
