@@ -21,7 +21,7 @@ from jobs import lake
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
-from jobs.gold.group_context import build_group_context, build_member_context
+from jobs.gold.group_context import build_group_context
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_health import build_group_health
 from jobs.gold.orphaned_queues import (OrphanRules, explain_orphan_episodes,
@@ -33,6 +33,7 @@ from jobs.rules.abandoned import abandoned_groups, without_abandoned
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.consume_status import build_consume_status
+from jobs.silver.member_context import build_member_context
 from jobs.silver.membership import build_group_members
 from jobs.silver.ownership import build_queue_ownership
 from jobs.silver.process_queues import build_process_queues

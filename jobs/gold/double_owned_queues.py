@@ -17,11 +17,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.rules.claims import groups_with_ownership_source
+from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
 from jobs.rules.episodes import minutes_between, number_episodes, with_previous_snapshot
+from jobs.rules.models import excluded_groups
 from jobs.rules.restarts import superseded_ids
 from jobs.rules.severity import at_most_info, severity
-from jobs.gold.orphaned_queues import QUEUE_KEY, OrphanRules, excluded_groups
+from jobs.rules.thresholds import OwnershipRules
 
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "owners", "first_seen",
            "last_seen", "minutes", "root_cause", "evidence", "severity", "date"]
@@ -54,7 +55,7 @@ def restart_overlaps(episodes_df: DataFrame, superseded_df: DataFrame) -> DataFr
 
 
 def build_double_owned_queues(queue_state_df: DataFrame, group_context_df: DataFrame,
-                              members_df: DataFrame, rules: OrphanRules) -> DataFrame:
+                              members_df: DataFrame, rules: OwnershipRules) -> DataFrame:
     # only the multi-owner rows (14 k of 9 M at bench scale M) meet the group's context: joining
     # it to every row and numbering episodes over all of them took most of 7 s on Sail
     doubled = ((F.col("owner_count") >= 2) & (F.col("queue_id") >= 0)

@@ -8,40 +8,24 @@ growing broker offset. Root cause, first that holds: DUPLICATE_CLIENT_ID · SUBS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.rules.claims import groups_with_ownership_source
+from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
 from jobs.rules.episodes import (interval_start, minutes_between, number_episodes,
                                  with_previous_snapshot)
 from jobs.rules.evidence import offset_advanced
+from jobs.rules.models import excluded_groups
 from jobs.rules.severity import at_most_info, severity
 from jobs.rules.subscription import subscribes
+from jobs.rules.thresholds import OwnershipRules
 
-QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",
            "orphaned_minutes", "lag_start", "lag_end", "root_cause", "would_be_owner",
            "evidence", "severity", "date"]
 
 
-@dataclass(frozen=True)
-class OrphanRules:
-    liveness_window_seconds: int
-    max_snapshot_gap_seconds: int
-    orphan_min_duration_seconds: int
-    orphan_transient_max_seconds: int
-    critical_lag: int
-    critical_minutes: int
-
-
-def excluded_groups(members_df: DataFrame) -> DataFrame:
-    """Groups whose queues cannot be orphaned: broadcasting (every client takes every queue) and
-    pop consumers (no exclusive queue ownership, facts §1.7, §2.4)."""
-    return (members_df.where((F.col("message_model") == "BROADCASTING")
-                             | (F.col("consume_type") == "CONSUME_POP"))
-            .select("cluster", "group").distinct())
+OrphanRules = OwnershipRules  # the name the detectors' callers know
 
 
 def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,

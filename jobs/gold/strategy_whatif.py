@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.gold.orphaned_queues import excluded_groups
+from jobs.rules.models import excluded_groups
 from jobs.lake import Stage, no_staging
 from jobs.replay.spark_replay import (broker_deploy_in, consumer_deploy_in, replay_snapshots,
                                       sort_cid_all, sort_mq_all)
