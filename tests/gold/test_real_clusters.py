@@ -116,3 +116,27 @@ def test_partial_subscription_records_make_no_storm(real_day):
     """Case 9."""
     _, layers = real_day("partial-subscriptions")
     assert layers["gold"]["rebalance_events"].collect() == []
+
+
+@pytest.mark.delta
+def test_rocketlens_run_on_the_real_cluster_day_flags_only_the_faults(tmp_path):
+    """Issue #17 acceptance, end to end: ``rocketlens simulate`` + ``rocketlens run`` (Delta
+    lake, embedded engine); no group without an injected fault is WARN or CRITICAL."""
+    import json
+
+    from tests.conftest import run_cli
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    run_cli("simulate", "--scenario", "real-cluster", "--date", "2025-11-21", "--landing",
+            str(landing), "--window", "-".join(WINDOW))
+    run_cli("run", "--date", "2025-11-21", "--landing", str(landing), "--lake", str(lake))
+    truth = json.loads((landing / "_truth.json").read_text())
+    faulty = {f["group"] for f in truth["faults"]}
+    out = run_cli("sql", "SELECT `group`, status, findings FROM gold.group_health", "--lake",
+                  str(lake), "--format", "json").stdout
+    health = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(health) == 8
+    loud = [(h["group"], h["status"], h["findings"]) for h in health
+            if h["group"] not in faulty and (h["status"] != "OK" or any(
+                f.startswith(("WARN", "CRITICAL")) for f in h["findings"]))]
+    assert loud == []
