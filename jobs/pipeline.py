@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from jobs import lake
 from jobs.gold.double_owned_queues import build_double_owned_queues
-from jobs.gold.group_context import build_group_context, build_member_context
+from jobs.gold.group_context import build_group_context
 from jobs.gold.group_health import build_group_health
 from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
 from jobs.gold.incidents import build_incidents
@@ -30,9 +30,11 @@ from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_s
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
+from jobs.rules.abandoned import abandoned_groups, without_abandoned
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.consume_status import build_consume_status
+from jobs.silver.member_context import build_member_context
 from jobs.silver.membership import build_group_members
 from jobs.silver.ownership import build_queue_ownership
 from jobs.silver.process_queues import build_process_queues
@@ -143,22 +145,29 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     stages it as Parquet; the default leaves the plan as it is)."""
     # read by both ownership detectors and the membership changes
     group_context = stage(build_group_context(silver["member_context"]), "gold.group_context")
-    orphaned = stage(orphaned_snapshots_of_day(silver["queue_state"], group_context,
+    # abandoned groups get one note in group_health, no per-queue finding (DESIGN.md §5.1)
+    abandoned = stage(abandoned_groups(silver["queue_state"], silver["group_members"]),
+                      "gold.abandoned_groups")
+    queue_state = without_abandoned(silver["queue_state"], abandoned)
+    orphaned = stage(orphaned_snapshots_of_day(queue_state, group_context,
                                                silver["group_members"], orphan_rules(settings)),
                      "gold.orphaned_queues.snapshots")
-    stuck = stage(lasting_stuck_episodes(silver["queue_state"], stuck_rules(settings)),
+    stuck = stage(lasting_stuck_episodes(queue_state, stuck_rules(settings)),
                   "gold.stuck_queues.episodes")
     d = settings.detection
+    # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
+    orphaned_rows = stage(explain_orphan_episodes(
+        orphaned, queue_state, silver["member_context"], group_context,
+        bronze["client_log_events"], orphan_rules(settings)), "gold.orphaned_queues.rows")
     gold = {
-        "orphaned_queues": explain_orphan_episodes(
-            orphaned, silver["queue_state"], silver["member_context"], group_context,
-            bronze["client_log_events"], orphan_rules(settings)),
+        "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
-            silver["queue_state"], group_context, silver["group_members"],
+            queue_state, group_context, silver["group_members"],
             orphan_rules(settings)),
         "stuck_queues": explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
-            silver["consume_status"], bronze["client_log_events"], stuck_rules(settings)),
+            silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
+            orphaned_rows),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
@@ -174,7 +183,8 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
     """gold.group_health, from the other gold tables (computed and stored first)."""
     return {"group_health": build_group_health(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
-        gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count)}
+        gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count,
+        abandoned_df=abandoned_groups(silver["queue_state"], silver["group_members"]))}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,

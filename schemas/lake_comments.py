@@ -51,6 +51,7 @@ TABLES: dict[str, dict[str, str]] = {
     "bronze.connections": {
         "_table": "consumerConnection records: one row per client channel per broker",
         "client_addr": "client channel address ip:port",
+        "broker_addr": "address of the broker node (master or slave) that listed the channel",
         "language": "client language (JAVA, CPP, ...)",
         "version": "client version",
         "consume_from_where": "ConsumeFromWhere setting",
@@ -121,6 +122,7 @@ TABLES: dict[str, dict[str, str]] = {
         "is_duplicate_id": "the client id runs on 2 or more processes",
         "client_addrs": "channel addresses of the id",
         "broker_names": "brokers that report the channel",
+        "broker_addrs": "broker nodes (master, slaves) that report the channel",
         "language": "client language",
         "version": "client version",
     },

@@ -133,6 +133,7 @@ CONNECTIONS = JsonSource(
         ("client_id", StringType()),
         ("client_addr", StringType()),
         ("broker_name", StringType()),
+        ("broker_addr", StringType()),
         ("language", StringType()),
         ("version", StringType()),
         ("consume_type", StringType()),

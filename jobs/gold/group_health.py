@@ -7,7 +7,9 @@ gold.rebalance_events, both WARN:
 - a flapping subscription table (``flaps_per_hour`` set): every flip makes the whole group
   rebalance (facts §4, the topicB case), a misconfiguration whatever it moves;
 - churn: ``rebalance_warn_count`` or more rebalance events in the day.
-Other rebalance events are INFO. Every group seen in silver.queue_offsets that day has a row.
+Other rebalance events are INFO. An abandoned group (``jobs.rules.abandoned``: nobody connected
+all day, nothing produced, an old backlog) gets one INFO note instead of per-queue findings.
+Every group seen in silver.queue_offsets that day has a row.
 
 ``findings``: one short string per (kind, severity, topic, root cause), most severe first, at
 most ``max_findings`` (then ``+N more``). Counts are distinct queues of each finding table,
@@ -64,6 +66,13 @@ def _rebalance_findings(events_df: DataFrame, rebalance_warn_count: int) -> Data
     return single.unionByName(churn)
 
 
+def _abandoned_findings(abandoned_df: DataFrame) -> DataFrame:
+    return abandoned_df.select(*DAY_KEY, F.lit(RANKS["INFO"]).alias("rank"), F.concat(
+        F.lit("INFO abandoned: no consumer connected all day and nothing produced; backlog "),
+        F.col("backlog").cast("string"), F.lit(" on "), F.col("lagging_queues").cast("string"),
+        F.lit(" queues")).alias("text"))
+
+
 def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
     return df.groupBy(*DAY_KEY).agg(
         F.count_distinct("topic", "broker_name", "queue_id").alias(name))
@@ -71,7 +80,8 @@ def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
 
 def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
                        rebalance_events_df: DataFrame, queue_offsets_df: DataFrame,
-                       rebalance_warn_count: int, max_findings: int = 10) -> DataFrame:
+                       rebalance_warn_count: int, max_findings: int = 10,
+                       abandoned_df: DataFrame | None = None) -> DataFrame:
     """The gold finding tables (DESIGN.md §4 columns; only keys, ``severity``, ``root_cause``,
     minutes and the rebalance columns are read) and silver.queue_offsets in, gold.group_health
     out."""
@@ -79,6 +89,8 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
                 .unionByName(_queue_findings(double_owned_df, "double-owned", "minutes"))
                 .unionByName(_queue_findings(stuck_df, "stuck", "stuck_minutes"))
                 .unionByName(_rebalance_findings(rebalance_events_df, rebalance_warn_count)))
+    if abandoned_df is not None:
+        findings = findings.unionByName(_abandoned_findings(abandoned_df))
     listed = findings.groupBy(*DAY_KEY).agg(
         F.max("rank").alias("_rank"),
         F.transform(F.array_sort(F.collect_list(F.struct((-F.col("rank")).alias("k"), "text"))),

@@ -8,43 +8,23 @@ growing broker offset. Root cause, first that holds: DUPLICATE_CLIENT_ID · SUBS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import minutes_between, number_episodes, severity, with_previous_snapshot
+from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
+from jobs.rules.episodes import interval_start, minutes_between, number_episodes, with_previous_snapshot
+from jobs.rules.evidence import offset_advanced
+from jobs.rules.models import excluded_groups
+from jobs.rules.severity import at_most_info, severity
+from jobs.rules.subscription import subscribes
+from jobs.rules.thresholds import OwnershipRules
 
-QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "first_seen", "last_seen",
            "orphaned_minutes", "lag_start", "lag_end", "root_cause", "would_be_owner",
            "evidence", "severity", "date"]
 
 
-@dataclass(frozen=True)
-class OrphanRules:
-    liveness_window_seconds: int
-    max_snapshot_gap_seconds: int
-    orphan_min_duration_seconds: int
-    orphan_transient_max_seconds: int
-    critical_lag: int
-    critical_minutes: int
-
-
-def excluded_groups(members_df: DataFrame) -> DataFrame:
-    """Groups whose queues cannot be orphaned: broadcasting (every client takes every queue) and
-    pop consumers (no exclusive queue ownership, facts §1.7, §2.4)."""
-    return (members_df.where((F.col("message_model") == "BROADCASTING")
-                             | (F.col("consume_type") == "CONSUME_POP"))
-            .select("cluster", "group").distinct())
-
-
-def is_subscribed(topic: Column, members: Column) -> Column:
-    """A live member's own subscriptions name the topic; with no live member or no subscription
-    information at all, the offsets record itself says the group consumes it (DESIGN.md §5)."""
-    known = F.filter(members, lambda m: m["topics"].isNotNull())
-    return (F.coalesce(F.size(known), F.lit(0)) == 0) | F.exists(
-        known, lambda m: F.array_contains(m["topics"], topic))
+OrphanRules = OwnershipRules  # the name the detectors' callers know
 
 
 def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
@@ -55,37 +35,43 @@ def orphan_snapshots(queue_state_df: DataFrame, group_context_df: DataFrame,
     Only unowned rows (a tiny share of the day) meet the group's context; whether the queue's
     previous snapshot was orphaned is judged the same way from that snapshot's context. Joining
     the context to every row and numbering episodes over all of them dominated the step on Sail."""
-    unowned = (F.col("owner_count") == 0) & (F.col("queue_id") >= 0)
+    unowned = ((F.col("owner_count") == 0) & (F.col("queue_id") >= 0)
+               & ~offset_advanced(F.col("consumer_offset_delta")))
     previous_members = group_context_df.select("cluster", "group", F.col("ts").alias("_prev_ts"),
                                                F.col("members").alias("_prev_members"))
-    candidates = (with_previous_snapshot(queue_state_df, QUEUE_KEY, unowned)
+    candidates = (with_previous_snapshot(queue_state_df, QUEUE_KEY, unowned,
+                                         carry=("lag", "broker_offset"))
                   .join(excluded_df.withColumn("_excluded", F.lit(True)),
                         on=["cluster", "group"], how="left")
                   .join(group_context_df, on=["cluster", "group", "ts"], how="left")
                   .join(previous_members, on=["cluster", "group", "_prev_ts"], how="left"))
     included = F.col("_excluded").isNull()
-    orphaned = included & is_subscribed(F.col("topic"), F.col("members"))
+    orphaned = included & subscribes(F.col("topic"), F.col("members"))
     was_orphaned = (F.col("_prev_candidate") & included
-                    & is_subscribed(F.col("topic"), F.col("_prev_members")))
-    return (number_episodes(candidates, QUEUE_KEY, orphaned, was_orphaned,
-                            rules.max_snapshot_gap_seconds)
-            .drop("_excluded", "_prev_members"))
+                    & subscribes(F.col("topic"), F.col("_prev_members")))
+    gap = rules.max_snapshot_gap_seconds
+    return (number_episodes(candidates, QUEUE_KEY, orphaned, was_orphaned, gap)
+            .withColumn("_start_ts", interval_start("ts", gap))
+            .withColumn("_start_lag", interval_start("lag", gap))
+            .withColumn("_start_broker_offset", interval_start("broker_offset", gap))
+            .drop("_excluded", "_prev_members", "_prev_ts", "_prev_lag", "_prev_broker_offset"))
 
 
 def orphan_episodes(flagged_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """Orphaned snapshots (``orphan_snapshots``) → one row per episode with its evidence
-    columns."""
+    columns. An episode covers the snapshot intervals in which nobody committed, so it starts
+    at the snapshot before its first orphaned one (``interval_start``)."""
     non_subscribers = F.transform(
         F.filter("members", lambda m: m["topics"].isNotNull()
                  & ~F.array_contains(m["topics"], F.col("topic"))),
         lambda m: m["client_id"])
     episodes = flagged_df.groupBy(*QUEUE_KEY, "_episode").agg(
-        F.min("ts").alias("first_seen"),
+        F.max("_start_ts").alias("first_seen"),
         F.max("ts").alias("last_seen"),
-        F.min_by("lag", "ts").alias("lag_start"),
+        F.max("_start_lag").alias("lag_start"),
         F.max_by("lag", "ts").alias("lag_end"),
-        F.max("lag").alias("max_lag"),
-        (F.max_by("broker_offset", "ts") - F.min_by("broker_offset", "ts")).alias("growth"),
+        F.greatest(F.max("lag"), F.max("_start_lag")).alias("max_lag"),
+        (F.max_by("broker_offset", "ts") - F.max("_start_broker_offset")).alias("growth"),
         F.max("date").alias("date"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list(
             F.coalesce("duplicate_ids", F.array().cast("array<string>")))))).alias("dup_ids"),
@@ -186,14 +172,16 @@ def evidence(would_be_owner: Column) -> Column:
     return F.concat(text, window, lag)
 
 
-def finalize_orphans(df: DataFrame, rules: OrphanRules) -> DataFrame:
-    """Contract columns of gold.orphaned_queues."""
+def finalize_orphans(df: DataFrame, sources_df: DataFrame, rules: OrphanRules) -> DataFrame:
+    """Contract columns of gold.orphaned_queues. ``sources_df``:
+    ``jobs.rules.claims.groups_with_ownership_source``."""
     wbo = F.col("would_be_owner")
-    return df.select(
+    level = severity(F.col("root_cause"), F.col("lag_end"), F.col("orphaned_minutes"),
+                     rules.critical_lag, rules.critical_minutes)
+    return df.join(sources_df, on=["cluster", "group"], how="left").select(
         *QUEUE_KEY, "first_seen", "last_seen", "orphaned_minutes", "lag_start", "lag_end",
         "root_cause", wbo, evidence(wbo).alias("evidence"),
-        severity(F.col("root_cause"), F.col("lag_end"), F.col("orphaned_minutes"),
-                 rules.critical_lag, rules.critical_minutes).alias("severity"),
+        at_most_info(level, F.col("has_ownership_source")).alias("severity"),
         "date").select(*COLUMNS)
 
 
@@ -266,7 +254,8 @@ def explain_orphan_episodes(snapshots_df: DataFrame, queue_state_df: DataFrame,
         "group", "ts", "client_id")
     caused = with_root_cause(episodes, not_in_cid_all, membership_changes(group_context_df),
                              rules)
-    return finalize_orphans(with_would_be_owner(caused, queue_state_df, member_context_df), rules)
+    return finalize_orphans(with_would_be_owner(caused, queue_state_df, member_context_df),
+                            groups_with_ownership_source(queue_state_df), rules)
 
 
 def build_orphaned_queues(queue_state_df: DataFrame, member_context_df: DataFrame,

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import with_episode_id
 from jobs.lake import Stage, no_staging
+from jobs.rules.episodes import with_episode_id
+from jobs.rules.subscription import changed_topics, heartbeat_topics
 from jobs.silver.dedup import filter_first_per_key
 
 COLUMNS = ["topic", "ts", "trigger", "clients_before", "clients_after", "queues_moved",
@@ -75,12 +76,12 @@ def member_rounds(members_df: DataFrame, connections_df: DataFrame,
     member's own heartbeat)."""
     per_member = (connections_df
                   .select(*GROUP_KEY, "ts", "client_id", "last_update_timestamp",
-                          F.transform(F.coalesce("subscriptions", F.array()),
-                                      lambda s: s["topic"]).alias("_topics"))
+                          heartbeat_topics(F.col("subscriptions")).alias("_topics"))
                   .groupBy(*GROUP_KEY, "ts", "client_id")
                   .agg(F.max("last_update_timestamp").alias("_lu"),
-                       F.array_sort(F.array_distinct(F.flatten(F.collect_list("_topics"))))
-                       .alias("topics")))
+                       # null (unknown) when no record of the round carries subscriptions
+                       F.when(F.count("_topics") > 0, F.array_sort(F.array_distinct(
+                           F.flatten(F.collect_list("_topics"))))).alias("topics")))
     stale = (_ms(F.col("ts")) - F.col("_lu")) > F.lit(2 * heartbeat_interval_seconds * 1000)
     return (members_df.select(*GROUP_KEY, "ts", "client_id", "processes")
             .join(per_member, on=[*GROUP_KEY, "ts", "client_id"], how="left")
@@ -180,8 +181,7 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
     left = F.array_except(F.coalesce("prev_ids", _empty_ids()), F.col("ids"))
     joined = (F.size(F.array_except(F.col("ids"), F.coalesce("prev_ids", _empty_ids()))) > 0) | (
         F.size("cid_all") > F.size(F.coalesce("prev_cid_all", F.col("cid_all"))))
-    kept = lambda subs, ids: F.to_json(F.filter(subs, lambda s: F.array_contains(ids, s["client_id"])))  # noqa: E731
-    sub_changed = kept(F.col("subs"), F.col("prev_ids")) != kept(F.col("prev_subs"), F.col("ids"))
+    sub_changed = changed_topics(F.col("subs"), F.coalesce("prev_subs", F.col("subs")))
     changed = F.col("_prev_key").isNotNull() & (
         (F.col("_key") != F.col("_prev_key")) | (F.to_json("cid_all") != F.to_json("prev_cid_all")))
     flagged = (state
@@ -255,10 +255,11 @@ def filter_mixed_rounds(connections_df: DataFrame) -> DataFrame:
     """Heartbeat records (``last_update_timestamp`` set) of the broker rounds whose members
     report more than one topic set: only those can flip the subscription table. Nearly every
     round agrees, and building every round's heartbeat list is costly on a large day."""
-    beats = connections_df.where(F.col("last_update_timestamp").isNotNull())
+    # a heartbeat without subscriptions says nothing about them (jobs.rules.subscription)
+    beats = connections_df.where(F.col("last_update_timestamp").isNotNull()
+                                 & F.col("subscriptions").isNotNull())
     broker = F.coalesce("broker_name", F.lit(""))
-    topic_set = F.to_json(F.array_sort(F.array_distinct(F.transform(
-        F.coalesce("subscriptions", F.array()), lambda s: s["topic"]))))
+    topic_set = F.to_json(heartbeat_topics(F.col("subscriptions")))
     mixed = (beats.groupBy(*GROUP_KEY, broker.alias("_broker"), "ts")
              .agg(F.min(topic_set).alias("_lo"), F.max(topic_set).alias("_hi"))
              .where(F.col("_lo") != F.col("_hi"))
@@ -275,9 +276,7 @@ def subscription_flapping(connections_df: DataFrame, rules: RebalanceRules) -> D
     beats = (filter_mixed_rounds(connections_df)
              .select(*GROUP_KEY, F.coalesce("broker_name", F.lit("")).alias("_broker"), "ts",
                      "client_id", F.col("last_update_timestamp").alias("lu"),
-                     F.array_sort(F.array_distinct(F.transform(
-                         F.coalesce("subscriptions", F.array()), lambda s: s["topic"])))
-                     .alias("topics"))
+                     heartbeat_topics(F.col("subscriptions")).alias("topics"))
              .groupBy(*GROUP_KEY, "_broker", "ts", "client_id")
              .agg(F.max("lu").alias("lu"), F.max_by("topics", "lu").alias("topics")))
     # Within one interval every member heartbeats once, so its latest heartbeats in time order

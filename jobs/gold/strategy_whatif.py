@@ -25,9 +25,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.gold.orphaned_queues import excluded_groups
 from jobs.lake import Stage, no_staging
 from jobs.replay.spark_replay import broker_deploy_in, consumer_deploy_in, replay_snapshots, sort_cid_all, sort_mq_all
+from jobs.rules.models import excluded_groups
 
 COLUMNS = ["topic", "strategy", "rebalances", "queues_moved", "max_queues_per_client",
            "min_queues_per_client", "orphaned_queue_minutes", "cluster", "group", "date"]

@@ -5,9 +5,11 @@ STALL on RocketMQ data. Burrow's lessons hold by construction: a queue with lag 
 starts an episode, and any change of the committed offset ends one, so a moving queue is never
 stuck. Root cause, first that holds:
 
-- ``NO_OWNER``: no live process owns the queue during the episode (it is orphaned; a takeover
-  that shows only at the last snapshot, before the new owner's first commit reaches the broker,
-  does not count). A lagging orphaned queue is therefore in both gold.orphaned_queues and here.
+- ``NO_OWNER``: the queue is in gold.orphaned_queues during the episode, or no live process
+  owns it at any snapshot of the episode (a takeover that shows only at the last snapshot,
+  before the new owner's first commit reaches the broker, does not count). A lagging orphaned
+  queue is therefore in both gold.orphaned_queues and here — also when every consumer of the
+  group stopped (DESIGN.md §4, §5 cause order).
 - ``OWNER_DOWN``: the queue had a live owner during the episode but none at its last snapshot —
   commits stopped because the owner is gone (Burrow's STOP), not pinned by a live one.
 - ``SLOW_MESSAGE``: the owner is live and its running info shows ``cached_msg_min_offset`` = the
@@ -40,7 +42,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
-from jobs.gold.episodes import minutes_between, severity
+from jobs.rules.episodes import minutes_between
+from jobs.rules.severity import severity
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 EPISODE_KEY = [*QUEUE_KEY, "_episode"]
@@ -202,10 +205,24 @@ def log_evidence(episodes_df: DataFrame, log_events_df: DataFrame) -> DataFrame:
             .join(sent_back, on=EPISODE_KEY, how="left"))
 
 
+def orphaned_during(episodes_df: DataFrame, orphaned_df: DataFrame) -> DataFrame:
+    """Per stuck episode: ``_orphaned`` when a gold.orphaned_queues row of the same queue
+    overlaps it."""
+    orphans = orphaned_df.select(*QUEUE_KEY, F.col("first_seen").alias("_o_from"),
+                                 F.col("last_seen").alias("_o_until"))
+    return (episodes_df.select(*EPISODE_KEY, "stuck_since", "last_seen")
+            .join(orphans, on=QUEUE_KEY, how="inner")
+            .where((F.col("_o_from") <= F.col("last_seen"))
+                   & (F.col("_o_until") >= F.col("stuck_since")))
+            .select(*EPISODE_KEY).distinct()
+            .withColumn("_orphaned", F.lit(True)))
+
+
 def with_root_cause(df: DataFrame) -> DataFrame:
     """``root_cause`` (first that holds, see the module docstring) and the fields it decides."""
-    never_owned = F.col("_live_first_at").isNull() | (
-        F.col("_live_first_at") == F.col("last_seen"))
+    never_owned = (F.coalesce(F.col("_orphaned"), F.lit(False))
+                   | F.col("_live_first_at").isNull()
+                   | (F.col("_live_first_at") == F.col("last_seen")))
     owner_gone = (F.col("_unowned_last_at") == F.col("last_seen")) & (
         F.col("_live_first_at") < F.col("last_seen"))
     later_finished = ((F.coalesce("_finished", F.lit(0)) > 0)
@@ -311,21 +328,28 @@ def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules) -> Data
 
 def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
                            client_config_df: DataFrame, consume_status_df: DataFrame,
-                           log_events_df: DataFrame, rules: StuckRules) -> DataFrame:
+                           log_events_df: DataFrame, rules: StuckRules,
+                           orphaned_df: DataFrame | None = None) -> DataFrame:
     """Lasting episodes plus their running-info and log evidence → gold.stuck_queues."""
     ri = running_info_evidence(episodes_df, process_queues_df, client_config_df,
                                consume_status_df, rules)
     logs = log_evidence(episodes_df, log_events_df)
     joined = (episodes_df.join(ri, on=EPISODE_KEY, how="left")
               .join(logs, on=EPISODE_KEY, how="left"))
+    if orphaned_df is None:
+        joined = joined.withColumn("_orphaned", F.lit(None).cast("boolean"))
+    else:
+        joined = joined.join(orphaned_during(episodes_df, orphaned_df), on=EPISODE_KEY,
+                             how="left")
     return finalize_stuck(with_root_cause(joined), rules)
 
 
 def build_stuck_queues(queue_state_df: DataFrame, process_queues_df: DataFrame,
                        client_config_df: DataFrame, consume_status_df: DataFrame,
-                       log_events_df: DataFrame, rules: StuckRules) -> DataFrame:
-    """The whole detector: silver frames (and bronze client-log events) in, gold.stuck_queues
-    out."""
+                       log_events_df: DataFrame, rules: StuckRules,
+                       orphaned_df: DataFrame | None = None) -> DataFrame:
+    """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues)
+    in, gold.stuck_queues out."""
     return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules),
                                   process_queues_df, client_config_df, consume_status_df,
-                                  log_events_df, rules)
+                                  log_events_df, rules, orphaned_df)

@@ -1,12 +1,10 @@
 """silver.queue_state: who owns each queue at each offsets snapshot, with liveness applied.
 
-DESIGN.md §5. A client is live at t when it has a connection record in (t − liveness_window, t].
-A claim (silver.queue_ownership) covers t when ``valid_from ≤ t < valid_until``; a running-info
-claim with no later snapshot of that client carries over for at most ``max_snapshot_gap``. A
-client_id held by k processes (silver.group_members) is k owners. When the broker reported the
-queue's owner as ``N/A`` at that snapshot (``consumerProgress -s``: no reachable client holds it,
-facts §5.2) the queue has no owner whatever older claims say — a crashed client still listed by
-its channel (120 s expiry, facts §4) answers nobody, which is exactly when its queues are orphaned.
+The rules are in ``jobs.rules``: claims and their lifetimes (``claims``), liveness
+(``liveness``), what a snapshot proves by itself (``evidence``). Owners are the live claimants,
+one entry per process; where no claim names a live owner, the live members at the
+``consumerProgress -s`` owner IP (then ``owned_by_ip_only``). ``N/A`` with a committed offset
+that did not move means no owner whatever older claims say (``nobody_consumes_per_broker``).
 """
 
 from __future__ import annotations
@@ -14,38 +12,13 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.columns import plus_seconds, same_columns
-from jobs.time_joins import join_recent, merge_intervals
+from jobs.columns import same_columns
+from jobs.rules.claims import claims_in_force, ip_claimants
+from jobs.rules.evidence import nobody_consumes_per_broker
+from jobs.rules.liveness import live_processes, liveness_ends
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 SNAPSHOT_KEY = QUEUE_KEY + ["ts"]
-
-
-def claims_in_force(ownership_df: DataFrame, max_snapshot_gap_seconds: int) -> DataFrame:
-    """Per queue and client, the stretches of time some claim of any source covers: an open
-    running-info claim ends after the snapshot gap; overlapping claims are merged, so the
-    snapshot join meets a few stretches, not every claim (a [persistAll] line every 5 s)."""
-    open_end = F.when(F.col("source") == "running_info",
-                      plus_seconds(F.col("valid_from"), max_snapshot_gap_seconds))
-    claims = (ownership_df.select(*QUEUE_KEY, "client_id", "valid_from",
-                                  F.coalesce("valid_until", open_end).alias("valid_until"))
-              # a rebalance-log claim still open at the end of the data never matched
-              # `ts < valid_until` (null); merging must not let it swallow its neighbours
-              .where(F.col("valid_until").isNotNull()))
-    return merge_intervals(claims, [*QUEUE_KEY, "client_id"], "valid_from", "valid_until")
-
-
-def live_processes(snapshots_df: DataFrame, members_df: DataFrame,
-                   liveness_window_seconds: int) -> DataFrame:
-    """Per (group, snapshot ts, client_id) live at ts: the processes behind the id at its latest
-    connection record in (ts − window, ts]. Input ``snapshots_df``: ``cluster, group, ts``."""
-    members = members_df.select("cluster", "group", "client_id",
-                                F.col("ts").alias("_seen"), "processes")
-    joined = join_recent(snapshots_df, members, ["cluster", "group"], "ts", "_seen",
-                         liveness_window_seconds)
-    return joined.groupBy("cluster", "group", "ts", "client_id").agg(
-        F.max_by("processes", "_seen").alias("processes"),
-        F.max("_seen").alias("last_seen_connection"))
 
 
 def claimant_segments(claims_df: DataFrame) -> DataFrame:
@@ -94,7 +67,8 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
-    segments = claimant_segments(claims_in_force(ownership_df, max_snapshot_gap_seconds))
+    segments = claimant_segments(claims_in_force(
+        ownership_df, liveness_ends(members_df, liveness_window_seconds), max_snapshot_gap_seconds))
     in_segment = (same_columns("_s", "_g", QUEUE_KEY)
                   & (F.col("_g._seg_from") <= F.col("_s.ts"))
                   & (F.col("_s.ts") < F.col("_g._seg_until")))
@@ -104,15 +78,23 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                .select("_s.*", "_g.claimed_by"))
     live = live_per_snapshot(live_processes(snaps.select("cluster", "group", "ts").distinct(),
                                             members_df, liveness_window_seconds))
-    broker_says_none = F.coalesce(F.col("broker_reports_no_owner"), F.lit(False))
     empty = F.array().cast("array<string>")
     claimed_by = F.coalesce("claimed_by", empty)
-    owners = F.when(broker_says_none, empty).otherwise(live_owners(claimed_by, F.col("_live")))
+    by_claims = live_owners(claimed_by, F.col("_live"))
+    by_ip = live_owners(ip_claimants(F.col("owner_ip"), F.col("_live")), F.col("_live"))
+    nobody = nobody_consumes_per_broker(F.col("broker_reports_no_owner"),
+                                        F.col("consumer_offset_delta"), F.col("lag"))
+    owners = (F.when(nobody, empty).when(F.size("_by_claims") > 0, F.col("_by_claims"))
+              .otherwise(F.col("_by_ip")))
+    ip_only = ~nobody & (F.size("_by_claims") == 0) & (F.size("_by_ip") > 0)
     return (live.join(claimed, on=["cluster", "group", "ts"], how="right")
+            .withColumn("_by_claims", by_claims)
+            .withColumn("_by_ip", by_ip)
             .withColumn("owners", owners)
+            .withColumn("owned_by_ip_only", ip_only)
             .select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                     "broker_offset_delta", "consumer_offset_delta", "owner_ip", "is_retry_topic",
                     "owners", F.size("owners").alias("owner_count"),
                     claimed_by.alias("claimed_by"),
-                    "broker_reports_no_owner",
+                    "broker_reports_no_owner", "owned_by_ip_only",
                     "date"))

@@ -105,6 +105,7 @@ class Flow:
         self.gq_tq = np.array([self.tq_index[mq] for _, mq in self.gq_keys], dtype=np.int64)
         self.tq_rate = np.zeros(n_tq)  # msgs per ms at diurnal factor 1
         self.tq_diurnal = np.zeros(n_tq)
+        self.tq_until = np.full(n_tq, np.inf)  # producers stop (Topic.produce_until)
         prng = np.random.Generator(np.random.PCG64(seed + 7))
         for topic in scenario.topics:
             mqs = cluster.mq_all[topic.name]
@@ -112,6 +113,8 @@ class Flow:
             for mq, w in zip(mqs, weights):
                 self.tq_rate[self.tq_index[mq]] = topic.rate * w / 1000.0
                 self.tq_diurnal[self.tq_index[mq]] = topic.diurnal
+                if topic.produce_until is not None:
+                    self.tq_until[self.tq_index[mq]] = parse_time_ms(topic.produce_until)
         self.prod = np.zeros(n_tq, dtype=np.int64)
         for mq, i in self.tq_index.items():
             if not mq.topic.startswith("%RETRY%"):
@@ -145,6 +148,13 @@ class Flow:
             self.track.broker_offset[i] = []
             self.track.consumer_offset[i] = []
             self.track.owners[i] = []
+        self.groups = {g.name: g for g in scenario.groups}
+        # the nodes that list a channel: the master, and the slave if the scenario has one
+        self.broker_nodes = {
+            b.name: ([""] if not b.slave_ip else
+                     [f'"broker_addr":"{cluster.broker_ip[b.name]}:10911",',
+                      f'"broker_addr":"{b.slave_ip}:10911",'])
+            for b in scenario.brokers}
         self._static_strings()
         # queues of groups whose broker subscription table flips (facts §4)
         self.flapping = [i for i, (g, mq) in enumerate(self.gq_keys) if (g, mq.broker_name) in cluster.sub_tables]
@@ -291,7 +301,7 @@ class Flow:
             # 2. production
             hour = ((t % DAY_MS) / 3_600_000.0)
             wave = 1.0 + self.tq_diurnal * math.cos(2 * math.pi * (hour - 6.0) / 24.0)
-            self.prod += self.rng.poisson(self.tq_rate * wave * dt_ms)
+            self.prod += self.rng.poisson(self.tq_rate * (t < self.tq_until) * wave * dt_ms)
             # 3. rebalance results and deaths up to t
             while ci < len(changes) and changes[ci].t <= t:
                 self.apply_change(changes[ci])
@@ -483,12 +493,16 @@ class Flow:
         ts_conn = t + int(self.rng.integers(200, 2600))
         iso = clock.iso_z(ts_conn)
         conn = []
+        round_no = len(self.track.connection_ts)
         for group in self.scenario.groups:
+            with_subs = round_no % group.subscriptions_every == 0
             for ch in cl.channels_at(group.name, None, ts_conn):
                 p = ch.process
                 lu = clock.epoch(p.last_heartbeat(min(ts_conn, p.stop_ms - 1) if p.stop_ms else ts_conn))
-                conn.append(f'{{"ts":"{iso}",{self.conn_static[(p.idx, ch.broker)]}'
-                            f'"last_update_timestamp":{lu},"subscriptions":{self._subs(p)}}}')
+                subs = f',"subscriptions":{self._subs(p)}' if with_subs else ""
+                for node in self.broker_nodes[ch.broker]:
+                    conn.append(f'{{"ts":"{iso}",{self.conn_static[(p.idx, ch.broker)]}{node}'
+                                f'"last_update_timestamp":{lu}{subs}}}')
         self.files.write_lines("connections", ts_conn, "part-00000.jsonl", conn)
         self.track.connection_ts.append(ts_conn)
         # running_info: per client id, answered by its first channel (facts §3, §6.1)
@@ -496,8 +510,13 @@ class Flow:
         iso8 = clock.iso_gmt8(ts_ri)
         ri = []
         commit = self.commit.tolist()
+        minute = len(self.track.connection_ts) - 1
         for group in self.scenario.groups:
+            if not group.running_info or minute % group.running_info_every:
+                continue
             for p in self.running_info_processes(group.name, ts_ri):
+                if p.spec.name in group.admin_unanswered:
+                    continue
                 ri.append(f'{{"ts":"{iso8}",{self.ri_head[p.idx]}"subscriptions":{self._subs(p)},'
                           f'"mq_table":{self._mq_table(p, ts_ri, commit)},"status_table":{self._status(p)}}}')
         self.files.write_lines("running_info", ts_ri, "part-00000.jsonl", ri)
@@ -512,11 +531,26 @@ class Flow:
         return [p for p in seen.values() if p.alive(t)]
 
     def _owner_ips(self) -> list[str]:
-        """consumerProgress -s: the owner's IP from the running infos (last writer wins), else N/A."""
+        """consumerProgress -s: the owner's IP from the running infos (last writer wins), else N/A;
+        ``null`` where the group's collector does not run it. It asks the connections in turn and
+        gives up at the first that does not answer (``Group.admin_unanswered``): N/A from there."""
         out = []
-        for owners in self.owners:
-            out.append(f'"{self.cluster.processes[owners[-1]].ip}"' if owners else '"N/A"')
+        procs = self.cluster.processes
+        for i, owners in enumerate(self.owners):
+            group = self.groups[self.gq_keys[i][0]]
+            if group.client_ip == "none":
+                out.append("null")
+                continue
+            if group.admin_unanswered:
+                cut = self._unanswered_from(group)
+                owners = [o for o in owners if cut is None or procs[o].client_id < cut]
+            out.append(f'"{procs[owners[-1]].ip}"' if owners else '"N/A"')
         return out
+
+    def _unanswered_from(self, group) -> str | None:
+        ids = [p.client_id for p in self.cluster.processes
+               if p.group == group.name and p.spec.name in group.admin_unanswered]
+        return min(ids) if ids else None
 
     def _reported(self, t: int) -> list[bool]:
         reported = [True] * len(self.gq_keys)
@@ -611,6 +645,8 @@ class Flow:
         by_host: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
         procs = self.cluster.processes
         for t, proc, text in logs:
+            if not self.groups[procs[proc].group].client_logs:
+                continue
             folder = self.clock.folder_date(t).toordinal()
             by_host.setdefault((procs[proc].host, folder), []).append((t, proc, text))
         for (host, _), rows in sorted(by_host.items()):

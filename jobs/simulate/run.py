@@ -37,8 +37,9 @@ def simulate(scenario: str | Scenario, date: dt.date, landing: Path, *, seed: in
     clock = Clock(date)
     cluster = Cluster(full, seed, -DAY_MS, span[1])
     fill = [g.name for g in full.groups if g.name.startswith("GID_fill_")]
+    logged = {g.name for g in full.groups if g.persist_logged}
     for p in cluster.processes:
-        p.log_persist = p.group not in fill or p.group in fill[:FILL_PERSIST_LOGGED]
+        p.log_persist = p.group in logged and (p.group not in fill or p.group in fill[:FILL_PERSIST_LOGGED])
     files = LandingFiles(landing, clock, gzip_level=6 if scale == "S" else 1)
     flow = Flow(full, cluster, seed, clock, span, files)
     try:

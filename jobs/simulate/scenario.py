@@ -52,6 +52,9 @@ class Broker(_Model):
     name: str = Field(min_length=1)
     ip: str = ""
     scan_phase: float | None = Field(None, ge=0, lt=10)  # seconds into the 10 s channel-expiry scan
+    # a slave node: clients with consumers heartbeat it too (facts §4), so a collector asking both
+    # nodes lists every channel twice, once per broker_addr (DESIGN.md §3.2)
+    slave_ip: str = ""
 
 
 class Topic(_Model):
@@ -62,6 +65,14 @@ class Topic(_Model):
     producer: Literal["round_robin", "hash"] = "round_robin"
     skew: float = Field(1.0, ge=0)  # hash-keyed producers: Zipf exponent of the key popularity
     diurnal: float = Field(0.5, ge=0, lt=1)  # amplitude of the daily traffic wave
+    produce_until: str | None = None  # producers stop here (e.g. a retired application)
+
+    @field_validator("produce_until")
+    @classmethod
+    def _until(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_time_ms(value)
+        return value
 
     @field_validator("queues")
     @classmethod
@@ -79,6 +90,17 @@ class Group(_Model):
     consume_timeout: int = Field(15, ge=1)  # minutes (DefaultMQPushConsumer.consumeTimeout)
     max_span: int = Field(2000, ge=1)  # consumeConcurrentlyMaxSpan
     pull_threshold: int = Field(1000, ge=1)  # pullThresholdForQueue
+    # What the collectors gather for this group (DESIGN.md §5.1, real clusters are partial):
+    running_info: bool = True  # consumerStatus polled at all
+    running_info_every: int = Field(1, ge=1)  # minutes between running-info rounds
+    client_logs: bool = True  # the members' rocketmq_client.log shipped
+    persist_logged: bool = True  # [persistAll] lines in those logs
+    client_ip: Literal["owner", "none"] = "owner"  # consumerProgress -s run, or not
+    # clients that never answer admin requests: no running info from them, and consumerProgress
+    # -s gives up at the first one (one try/catch around its loop, facts §5.2): N/A for it and
+    # every later connection (ordered by client id)
+    admin_unanswered: list[str] = Field(default_factory=list)
+    subscriptions_every: int = Field(1, ge=1)  # connection rounds carrying subscriptions
 
 
 class Client(_Model):

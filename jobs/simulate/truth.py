@@ -53,8 +53,14 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     ts = tr.snapshot_ts
     seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
+    abandoned = _abandoned_groups(cluster, flow, ts)
     for gq in flow.tracked:
-        episodes += _runs(gq, ts, tr, "orphan", lambda k, gq=gq: not (seen[k] and tr.owners[gq][k]))
+        if flow.gq_keys[gq][0] in abandoned:
+            continue
+        advanced = _advanced(gq, ts, tr)
+        episodes += [_from_previous_snapshot(e, ts, tr) for e in _runs(
+            gq, ts, tr, "orphan",
+            lambda k, gq=gq, advanced=advanced: not (seen[k] and tr.owners[gq][k]) and not advanced[k])]
         episodes += _runs(gq, ts, tr, "double", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) >= 2)
         episodes += _stuck_runs(gq, ts, tr)
     episodes = [e for e in episodes if _keep(e, ts, tr)]
@@ -80,6 +86,47 @@ def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
     only when their liveness can be read off the data (DESIGN.md §5) — not at the day's first
     snapshot, which comes before the day's first connections round."""
     return [any(t - LIVENESS_MS < c <= t for c in connection_ts) for t in ts]
+
+
+def _abandoned_groups(cluster: Cluster, flow: Flow, ts: list[int]) -> set[str]:
+    """Groups with no live member at any written snapshot and no message produced on their
+    queues: one INFO note in group_health, no per-queue finding (DESIGN.md §5.1)."""
+    tr = flow.track
+    out = set()
+    for group in {g for g, _ in flow.gq_keys}:
+        gqs = [i for i in flow.tracked if flow.gq_keys[i][0] == group]
+        written = [k for k in range(len(ts)) if any(tr.emitted[i][k] for i in gqs)]
+        if not gqs or not written:
+            continue
+        members = [p for p in cluster.processes if p.group == group]
+        if any(p.alive(ts[k]) for p in members for k in written):
+            continue
+        if all(len({tr.broker_offset[i][k] for k in written if tr.emitted[i][k]}) <= 1 for i in gqs):
+            out.add(group)
+    return out
+
+
+def _advanced(gq: int, ts: list[int], tr) -> list[bool]:
+    """Per snapshot: the committed offset moved since the queue's previous written snapshot.
+    Someone consumed it, so the snapshot is not orphaned (DESIGN.md §5.1 "Evidence, not
+    absence")."""
+    out, prev = [False] * len(ts), None
+    for k in range(len(ts)):
+        if not tr.emitted[gq][k]:
+            continue
+        out[k] = prev is not None and tr.consumer_offset[gq][k] > tr.consumer_offset[gq][prev]
+        prev = k
+    return out
+
+
+def _from_previous_snapshot(e: Episode, ts: list[int], tr) -> Episode:
+    """An orphan episode covers the snapshot intervals in which nobody committed: it starts at
+    the snapshot before its first orphaned one (the last commit seen), when that one is within
+    ``max_snapshot_gap`` (DESIGN.md §5.2 counts durations in snapshot intervals too)."""
+    prev = next((k for k in range(e.first - 1, -1, -1) if tr.emitted[e.gq][k]), None)
+    if prev is not None and ts[e.first] - ts[prev] <= MAX_GAP_MS:
+        return Episode(e.kind, e.gq, prev, e.last)
+    return e
 
 
 def _runs(gq: int, ts: list[int], tr, kind: str, flag) -> list[Episode]:

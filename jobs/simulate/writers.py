@@ -25,13 +25,13 @@ class Clock:
     def __init__(self, day: dt.date) -> None:
         self.day = day
         self.day_ms = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
-        self._seconds: dict[tuple[int, int], str] = {}
+        self._seconds: dict[tuple[int, int, str], str] = {}
 
     def epoch(self, t: int) -> int:
         return self.day_ms + t
 
     def _second(self, epoch_s: int, shift_ms: int, fmt: str) -> str:
-        key = (epoch_s, shift_ms)
+        key = (epoch_s, shift_ms, fmt)  # GMT+8 ISO and GMT+8 log text share a second
         text = self._seconds.get(key)
         if text is None:
             moment = dt.datetime.fromtimestamp(epoch_s + shift_ms // 1000, tz=dt.timezone.utc)

@@ -4,7 +4,7 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from jobs.gold.episodes import number_episodes, with_episode_id, with_previous_snapshot
+from jobs.rules.episodes import interval_start, number_episodes, with_episode_id, with_previous_snapshot
 
 T0 = dt.datetime(2025, 11, 21, 0, 0, 0)
 SCHEMA = "q string, ts timestamp, candidate boolean, refined boolean, payload string"
@@ -39,8 +39,24 @@ def test_flagged_rows_get_the_episode_numbers_of_the_full_window(spark):
     assert rows == [("q1", "a", 1), ("q1", "b", 1), ("q1", "d", 2), ("q1", "e", 2),
                     ("q1", "f", 3), ("q2", "g", 1), ("q2", "i", 2), ("q2", "k", 3)]
     assert set(got.columns) == {"q", "ts", "candidate", "refined", "payload", "_episode",
-                                "_prev_refined"}
+                                "_prev_refined", "_prev_ts", "_episode_start"}
 
     flag = F.coalesce(F.col("candidate") & F.col("refined"), F.lit(False))
     full = with_episode_id(df, ["q"], flag, 300).where("_flag")
     assert rows == sorted((r["q"], r["payload"], r["_episode"]) for r in full.collect())
+
+
+def test_an_episode_starts_at_the_snapshot_before_its_first_flagged_one(spark):
+    """``interval_start``: the first row of each episode gets the previous snapshot's value when
+    that snapshot is within the gap (q1 'd' after 'c' at 120 s), else its own (q1 'a' has none;
+    q1 'f' comes 301 s after 'e'); null on the other rows."""
+    df = spark.createDataFrame(ROWS, SCHEMA).withColumn("n", F.unix_timestamp("ts"))
+    flag = F.coalesce(F.col("candidate") & F.col("refined"), F.lit(False))
+    candidates = with_previous_snapshot(df, ["q"], flag, carry=("n",))
+    got = number_episodes(candidates, ["q"], flag, F.col("_prev_candidate"), 300).select(
+        "q", "payload", interval_start("n", 300).alias("start"))
+    t0 = int(T0.replace(tzinfo=dt.timezone.utc).timestamp())
+    rows = sorted((r["q"], r["payload"], None if r["start"] is None else r["start"] - t0)
+                  for r in got.collect())
+    assert rows == [("q1", "a", 0), ("q1", "b", None), ("q1", "d", 120), ("q1", "e", None),
+                    ("q1", "f", 781), ("q2", "g", 0), ("q2", "i", 60), ("q2", "k", 180)]

@@ -146,6 +146,30 @@ def test_evidence_names_the_owner_offsets_and_release(spark):
     assert "still stuck at the last snapshot" in rows[4]
 
 
+def test_a_queue_orphaned_during_the_episode_is_no_owner_not_owner_down(spark):
+    """Issue #17 case 8: every consumer stopped — queue 3's owner c2 went away at minute 3 and
+    gold.orphaned_queues lists the queue from minute 3: the contract's cause order puts NO_OWNER
+    first. An orphan row of another queue, or one that ended before the episode, changes
+    nothing (queue 5 stays UNKNOWN)."""
+    orphaned = spark.createDataFrame([
+        ("c", "g", "t", "b", 3, at(3), at(7)),
+        ("c", "g", "t", "b", 5, at(-20), at(-1)),
+        ("c", "g", "t", "other", 5, at(0), at(7)),
+    ], "cluster string, group string, topic string, broker_name string, queue_id int, "
+       "first_seen timestamp, last_seen timestamp")
+    base = run(spark)
+    with_orphans = build_stuck_queues(
+        spark.createDataFrame(hand_day(), STATE_SCHEMA),
+        spark.createDataFrame(process_queue_rows(), PQ_SCHEMA),
+        spark.createDataFrame([("c", "g", "c1", at(0, 3), 40, DAY)], CONFIG_SCHEMA),
+        spark.createDataFrame([], STATUS_SCHEMA),
+        spark.createDataFrame([], EVENTS_SCHEMA), RULES, orphaned)
+    got = {r.queue_id: (r.root_cause, r.owner) for r in with_orphans.collect()}
+    assert {r.queue_id: r.root_cause for r in base.collect()}[3] == "OWNER_DOWN"
+    assert got[3] == ("NO_OWNER", None)
+    assert got[5] == ("UNKNOWN", "c1")
+
+
 def test_time_lag_is_the_age_of_the_oldest_unconsumed_message(spark):
     schema = ("cluster string, group string, topic string, broker_name string, queue_id int, "
               "ts timestamp, broker_offset long, consumer_offset long, lag long, "

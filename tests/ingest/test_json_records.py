@@ -74,3 +74,19 @@ def test_unknown_enum_values_are_quarantined(spark):
                        "message_model": "CLUSTERED"})
     assert classify(spark, [line], source=CONNECTIONS) == [
         ("quarantined", "unknown_enum_value: message_model=CLUSTERED")]
+
+
+def test_broker_addr_is_an_optional_connections_field_carried_to_bronze(spark):
+    """DESIGN.md §3.2 (issue #17 case 5): the broker node that listed the channel; a record
+    without it is accepted too."""
+    from jobs.ingest.json_sources import bronze_fields
+
+    rec = {"ts": "2025-11-21T10:00:00Z", "cluster": "c", "group": "g", "client_id": "1.2.3.4@1",
+           "client_addr": "1.2.3.4:5", "broker_name": "broker-a"}
+    lines = [json.dumps(rec | {"broker_addr": "10.9.0.2:10911"}), json.dumps(rec)]
+    df = spark.createDataFrame([("f", D, i + 1, line, None) for i, line in enumerate(lines)],
+                               LINES_DDL)
+    rows = classify_json_lines(df, CONNECTIONS, D).orderBy("_line_no").collect()
+    assert [r._status for r in rows] == ["accepted", "accepted"]
+    assert [r.broker_addr for r in rows] == ["10.9.0.2:10911", None]
+    assert "broker_addr" in bronze_fields(CONNECTIONS)

@@ -1,4 +1,5 @@
-"""Gaps-and-islands: consecutive flagged snapshots of a queue become one episode."""
+"""Episodes (gaps-and-islands): consecutive flagged snapshots of a queue become one episode;
+a snapshot missing for up to ``max_snapshot_gap`` does not break a run (DESIGN.md §5)."""
 
 from __future__ import annotations
 
@@ -26,30 +27,23 @@ def minutes_between(start: Column, end: Column) -> Column:
     return ((F.unix_millis(end) - F.unix_millis(start)) / F.lit(60000.0)).cast("double")
 
 
-def severity(root_cause: Column, lag_end: Column, minutes: Column, critical_lag: int,
-             critical_minutes: int) -> Column:
-    """DESIGN.md §4: INFO for REBALANCE_GAP; CRITICAL at lag_end ≥ critical_lag or minutes ≥
-    critical_minutes; WARN otherwise."""
-    return (F.when(root_cause == "REBALANCE_GAP", F.lit("INFO"))
-            .when((F.coalesce(lag_end, F.lit(0)) >= critical_lag)
-                  | (minutes >= critical_minutes), F.lit("CRITICAL"))
-            .otherwise(F.lit("WARN")))
-
-
-def with_previous_snapshot(df: DataFrame, keys: list[str], candidate: Column) -> DataFrame:
+def with_previous_snapshot(df: DataFrame, keys: list[str], candidate: Column,
+                           carry: tuple[str, ...] = ()) -> DataFrame:
     """The rows of ``df`` where ``candidate`` holds, each with ``_prev_ts`` and
     ``_prev_candidate``: its key's previous snapshot (flagged or not; null for the first) and
-    whether ``candidate`` held there. ``(keys, ts)`` must be unique.
+    whether ``candidate`` held there; ``_prev_<c>`` for each column ``c`` of ``carry``.
+    ``(keys, ts)`` must be unique.
 
     The window that finds the previous snapshot carries only ``keys``, ``ts`` and the flag; the
     few candidates' other columns are joined back after filtering: a window over every
     queue_state row with its array columns cost far more on Sail than the few rows it finds."""
     order = Window.partitionBy(*keys).orderBy("ts")
     flag = F.coalesce(candidate, F.lit(False))
-    previous = (df.select(*keys, "ts", flag.alias("_candidate"))
+    previous = (df.select(*keys, "ts", flag.alias("_candidate"), *carry)
                 .select(*keys, "ts", "_candidate",
                         F.lag("ts").over(order).alias("_prev_ts"),
-                        F.lag("_candidate").over(order).alias("_prev_candidate"))
+                        F.lag("_candidate").over(order).alias("_prev_candidate"),
+                        *[F.lag(c).over(order).alias(f"_prev_{c}") for c in carry])
                 .where("_candidate")
                 .drop("_candidate"))
     return df.where(flag).join(previous, on=[*keys, "ts"], how="inner")
@@ -60,7 +54,8 @@ def number_episodes(df: DataFrame, keys: list[str], flag: Column, prev_flag: Col
     """The rows of ``with_previous_snapshot``'s output where ``flag`` holds, with ``_episode``
     numbered as ``with_episode_id`` numbers it over every row (episodes start only at flagged
     rows, so counting starts among them gives the same number). ``prev_flag``: whether ``flag``
-    held at the previous snapshot ``_prev_ts``."""
+    held at the previous snapshot ``_prev_ts``. ``_episode_start`` is true on each episode's
+    first row; the ``_prev_*`` columns stay (``episode_start_ts`` reads them)."""
     order = Window.partitionBy(*keys).orderBy("ts")
     running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     gap = F.unix_millis(F.col("ts")) - F.unix_millis(F.col("_prev_ts"))
@@ -69,4 +64,16 @@ def number_episodes(df: DataFrame, keys: list[str], flag: Column, prev_flag: Col
     return (df.where(F.coalesce(flag, F.lit(False)))
             .withColumn("_start", F.when(continues, 0).otherwise(1))
             .withColumn("_episode", F.sum("_start").over(running))
-            .drop("_start", "_prev_ts", "_prev_candidate"))
+            .withColumn("_episode_start", F.col("_start") == 1)
+            .drop("_start", "_prev_candidate"))
+
+
+def interval_start(value: str, max_gap_seconds: int) -> Column:
+    """On an episode's first row: ``value`` at the previous snapshot when that one is within
+    ``max_gap_seconds`` — the episode covers the snapshot interval that ends at its first
+    flagged snapshot (nobody committed in it) — else ``value`` itself. Null on other rows.
+    Needs ``number_episodes``'s output with ``_prev_<value>`` carried (``_prev_ts`` for ts)."""
+    prev = F.col(f"_prev_{value}")
+    near = (F.col("_prev_ts").isNotNull()
+            & (F.unix_millis("ts") - F.unix_millis("_prev_ts") <= F.lit(max_gap_seconds * 1000)))
+    return F.when(F.col("_episode_start"), F.when(near, prev).otherwise(F.col(value)))

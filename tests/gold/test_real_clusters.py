@@ -1,0 +1,142 @@
+"""The DESIGN.md §5.1 real-cluster scenarios (issue #17) through every layer in memory, both
+engines: each one's gold tables equal its truth, and what the broken rules used to report on
+them is gone."""
+
+import pytest
+
+from jobs.simulate.run import simulate
+from tests.gold.conftest import expected, run_layers
+from tests.gold.test_orphaned_queues import double_key, found, orphan_key
+
+WINDOW = ("09:50", "10:20")
+SCENARIOS = ["logs-only", "offsets-connections-only", "progress-na-loop", "running-info-3min",
+             "master-slave-channels", "crash-restart", "abandoned-group",
+             "partial-subscriptions"]
+
+
+@pytest.fixture(scope="module")
+def real_day(spark, tmp_path_factory):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            root = tmp_path_factory.mktemp(name)
+            from tests.gold.conftest import DAY
+            truth = simulate(name, DAY, root / "landing", seed=0, window=WINDOW)
+            cache[name] = (truth, run_layers(spark, root / "landing", root / "staging"))
+        return cache[name]
+
+    return get
+
+
+def stuck_key(r):
+    return (r["group"], r["topic"], r["broker_name"], r["queue_id"], r["root_cause"],
+            r["severity"])
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS + ["real-cluster"])
+def test_gold_tables_equal_the_truth(real_day, scenario):
+    truth, layers = real_day(scenario)
+    gold = layers["gold"]
+    assert not truth["unexplained"]
+    assert found(gold["orphaned_queues"], orphan_key) == sorted(
+        orphan_key(r) for r in expected(truth, "expected_orphaned_queues"))
+    assert found(gold["double_owned_queues"], double_key) == sorted(
+        double_key(r) for r in expected(truth, "expected_double_owned_queues"))
+    got_stuck = sorted(stuck_key(r.asDict()) for r in gold["stuck_queues"].collect())
+    assert got_stuck == sorted(stuck_key(r) for r in expected(truth, "expected_stuck_queues"))
+
+
+def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
+    """Issue #17 acceptance: groups without an injected fault are OK, and no finding of theirs
+    is WARN or CRITICAL."""
+    truth, layers = real_day("real-cluster")
+    faulty = {f["group"] for f in truth["faults"]}
+    gold = layers["gold"]
+    health = {r.group: r for r in gold["group_health"].collect()}
+    assert len(health) == 8
+    for group, row in health.items():
+        if group not in faulty:
+            assert row.status == "OK", (group, row.findings)
+            assert not [f for f in row.findings if f.startswith(("WARN", "CRITICAL"))], group
+    for table in ("orphaned_queues", "double_owned_queues", "stuck_queues"):
+        loud = [(r.group, r.severity) for r in gold[table].collect()
+                if r.group not in faulty and r.severity != "INFO"]
+        assert loud == [], table
+
+
+def test_logs_only_owners_come_from_the_latest_rebalance_sets(real_day):
+    """Case 1: every snapshot after the clients started has a live owner from the logs."""
+    _, layers = real_day("logs-only")
+    rows = layers["silver"]["queue_state"].where("ts > '2025-11-21 09:53:00'").collect()
+    assert rows and all(r.owner_count == 1 for r in rows)
+
+
+def test_offsets_and_connections_only_owners_come_from_client_ip(real_day):
+    """Case 2."""
+    _, layers = real_day("offsets-connections-only")
+    rows = layers["silver"]["queue_state"].collect()
+    assert rows and all(r.owner_count == 1 and r.owned_by_ip_only for r in rows
+                        if r.ts.minute > 50 or r.ts.hour > 9)
+
+
+def test_na_from_an_aborted_progress_loop_removes_no_owner(real_day):
+    """Case 3: every queue says N/A, every queue has its live owner."""
+    _, layers = real_day("progress-na-loop")
+    rows = layers["silver"]["queue_state"].where("ts > '2025-11-21 09:51:00'").collect()
+    assert rows and all(r.broker_reports_no_owner for r in rows)
+    assert all(r.owner_count == 1 for r in rows)
+
+
+def test_master_and_slave_channels_are_one_process(real_day):
+    """Case 5."""
+    _, layers = real_day("master-slave-channels")
+    members = layers["silver"]["group_members"].collect()
+    assert members and {r.processes for r in members} == {1}
+    assert {len(r.broker_addrs) for r in members} == {4}
+
+
+def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
+    """Case 6."""
+    truth, layers = real_day("crash-restart")
+    rows = layers["gold"]["orphaned_queues"].collect()
+    assert rows and {(r.root_cause, r.severity) for r in rows} == {("REBALANCE_GAP", "INFO")}
+    assert layers["gold"]["double_owned_queues"].collect() == []
+
+
+def test_an_abandoned_group_is_one_info_note(real_day):
+    """Case 7."""
+    _, layers = real_day("abandoned-group")
+    (row,) = layers["gold"]["group_health"].collect()
+    assert row.status == "OK" and row.orphaned_queues == 0 and row.stuck_queues == 0
+    assert len(row.findings) == 1 and row.findings[0].startswith("INFO abandoned: ")
+
+
+def test_partial_subscription_records_make_no_storm(real_day):
+    """Case 9."""
+    _, layers = real_day("partial-subscriptions")
+    assert layers["gold"]["rebalance_events"].collect() == []
+
+
+@pytest.mark.delta
+def test_rocketlens_run_on_the_real_cluster_day_flags_only_the_faults(tmp_path):
+    """Issue #17 acceptance, end to end: ``rocketlens simulate`` + ``rocketlens run`` (Delta
+    lake, embedded engine); no group without an injected fault is WARN or CRITICAL."""
+    import json
+
+    from tests.conftest import run_cli
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    run_cli("simulate", "--scenario", "real-cluster", "--date", "2025-11-21", "--landing",
+            str(landing), "--window", "-".join(WINDOW))
+    run_cli("run", "--date", "2025-11-21", "--landing", str(landing), "--lake", str(lake))
+    truth = json.loads((landing / "_truth.json").read_text())
+    faulty = {f["group"] for f in truth["faults"]}
+    out = run_cli("sql", "SELECT `group`, status, findings FROM gold.group_health", "--lake",
+                  str(lake), "--format", "json").stdout
+    health = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(health) == 8
+    loud = [(h["group"], h["status"], h["findings"]) for h in health
+            if h["group"] not in faulty and (h["status"] != "OK" or any(
+                f.startswith(("WARN", "CRITICAL")) for f in h["findings"]))]
+    assert loud == []

@@ -1,0 +1,91 @@
+"""silver.queue_state over hand-built claims (jobs.rules.claims, .evidence, .liveness), both
+engines: claim lifetimes, N/A, client_ip claims (issue #17 cases 1-4)."""
+
+from chispa import assert_df_equality
+
+from jobs.silver.queue_state import build_queue_state
+from tests.rules.frames import MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
+
+WINDOW, GAP = 90, 300
+RESULT = "queue_id int, ts timestamp, owners array<string>, owned_by_ip_only boolean"
+
+
+def owners_of(spark, offsets, claims, members):
+    state = build_queue_state(spark.createDataFrame(offsets, OFFSETS_SCHEMA),
+                              spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
+                              spark.createDataFrame(members, MEMBERS_SCHEMA), WINDOW, GAP)
+    return state.select("queue_id", "ts", "owners", "owned_by_ip_only")
+
+
+def check(spark, actual, rows):
+    # ordered by key here: Sail cannot sort by the array column chispa's ignore_row_order uses
+    assert_df_equality(actual.orderBy("queue_id", "ts"),
+                       spark.createDataFrame(rows, RESULT).orderBy("queue_id", "ts"),
+                       ignore_nullable=True)
+
+
+def test_the_latest_rebalance_set_holds_while_its_client_is_live(spark):
+    """Case 1: the newest ``rebalanced result changed`` line (valid_until open) is a claim until
+    the client stops being live — here its connections end at 10:05:05, so live until 10:06:35."""
+    offsets = snapshots(0, range(9))
+    claims = [claim("a@1", 0, "rebalance_log", at(0, 1))]  # open: the last line of the data
+    members = connected("a@1", range(6))
+    actual = owners_of(spark, offsets, claims, members)
+    check(spark, actual, [(0, at(0), [], False)]
+          + [(0, at(m), ["a@1"], False) for m in range(1, 7)]
+          + [(0, at(m), [], False) for m in (7, 8)])
+
+
+def test_a_replaced_rebalance_set_ends_at_the_next_set(spark):
+    offsets = snapshots(0, range(1, 5))
+    claims = [claim("a@1", 0, "rebalance_log", at(0), at(2, 30))]
+    actual = owners_of(spark, offsets, claims, connected("a@1", range(6)))
+    check(spark, actual, [(0, at(1), ["a@1"], False), (0, at(2), ["a@1"], False),
+                          (0, at(3), [], False), (0, at(4), [], False)])
+
+
+def test_a_running_info_claim_holds_at_most_the_snapshot_gap(spark):
+    """Case 4: the next running info comes 10 min later; the claim ends 5 min after its ts."""
+    offsets = snapshots(0, range(1, 9))
+    claims = [claim("a@1", 0, "running_info", at(0, 10), at(10, 10))]
+    actual = owners_of(spark, offsets, claims, connected("a@1", range(10)))
+    check(spark, actual, [(0, at(m), ["a@1"], False) for m in range(1, 6)]
+          + [(0, at(m), [], False) for m in (6, 7, 8)])
+
+
+def test_na_never_removes_the_claim_of_a_queue_whose_offset_moves(spark):
+    """Case 3: mqadmin gave up after one client did not answer, so every later queue says N/A
+    while its live owner commits; a queue whose offset stands still and says N/A has no owner
+    (the broker and the offsets agree); null client_ip and a first snapshot are unknown."""
+    offsets = (snapshots(0, range(3), client_ip="N/A")
+               + snapshots(1, range(3), client_ip="N/A", advance=0)
+               + snapshots(2, range(3), client_ip=None, advance=0))
+    claims = [claim("a@1", q, "running_info", at(0, -5), None) for q in (0, 1, 2)]
+    actual = owners_of(spark, offsets, claims, connected("a@1", range(-1, 3)))
+    check(spark, actual, [(0, at(0), [], False), (0, at(1), ["a@1"], False),
+                          (0, at(2), ["a@1"], False),
+                          (1, at(0), [], False), (1, at(1), [], False), (1, at(2), [], False),
+                          (2, at(0), ["a@1"], False), (2, at(1), ["a@1"], False),
+                          (2, at(2), ["a@1"], False)])
+
+
+def test_a_client_ip_is_a_claim_by_the_live_members_at_that_ip(spark):
+    """Case 2: no running info or logs; ``consumerProgress -s`` names 10.0.0.1, where two live
+    processes (ids) run — both claim it; a member at another IP does not; nobody live at the IP
+    (10.0.0.9) claims nothing."""
+    offsets = (snapshots(0, range(1, 3), client_ip="10.0.0.1")
+               + snapshots(1, range(1, 3), client_ip="10.0.0.9"))
+    members = (connected("10.0.0.1@7#1", range(3)) + connected("10.0.0.1@8#2", range(3))
+               + connected("10.0.0.2@9#3", range(3)))
+    actual = owners_of(spark, offsets, [], members)
+    both = ["10.0.0.1@7#1", "10.0.0.1@8#2"]
+    check(spark, actual, [(0, at(1), both, True), (0, at(2), both, True),
+                          (1, at(1), [], False), (1, at(2), [], False)])
+
+
+def test_a_client_ip_does_not_add_owners_to_a_claimed_queue(spark):
+    offsets = snapshots(0, range(1, 3), client_ip="10.0.0.2")
+    members = connected("10.0.0.1@7", range(3)) + connected("10.0.0.2@9", range(3))
+    claims = [claim("10.0.0.1@7", 0, "persist_log", at(0, 55), at(2, 5))]
+    actual = owners_of(spark, offsets, claims, members)
+    check(spark, actual, [(0, at(1), ["10.0.0.1@7"], False), (0, at(2), ["10.0.0.1@7"], False)])
