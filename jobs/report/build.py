@@ -211,7 +211,7 @@ def _utc_time_axis(ax) -> None:
 
 
 def _utc(t: dt.datetime) -> dt.datetime:
-    """Lake timestamps are UTC wall times (DESIGN.md §4); naive values are placed on UTC."""
+    """Collected timestamps are naive UTC (jobs/cli.py pins the process to TZ=UTC): mark them so."""
     return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
 
 
