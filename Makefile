@@ -52,9 +52,11 @@ test-airflow: $(STAMP)  # the DAG-run tests start the project venv's CLI and Sai
 	PY=$(PY) bash airflow/run_tests.sh
 
 # Production artefacts under dist/ (see docs/operations.md, spark-submit): the wheel, a packed
-# venv for `spark-submit --archives dist/rocketlens-venv.tar.gz#environment` (without pyspark
-# and pysail: the cluster's Spark puts its own pyspark first on PYTHONPATH), the entry script and
-# conf/. The packed venv links to the interpreter it was built with ($(PY)); nodes need Python
+# venv for `spark-submit --archives dist/rocketlens-venv.tar.gz#environment` (without pyspark, py4j
+# and pysail: the cluster's Spark puts its own pyspark and py4j first on PYTHONPATH, and executors
+# never start Sail), the entry script and conf/. Files are made world-readable before packing
+# (a umask of 077 would otherwise give 0600 files that a YARN container user cannot read).
+# The packed venv links to the interpreter it was built with ($(PY)); nodes need Python
 # 3.11 at that path, or pass VENV_PACK_ARGS="--python-prefix /their/prefix".
 DIST_VENV := build/dist-venv
 VENV_PACK_ARGS ?=
@@ -63,12 +65,15 @@ dist: $(STAMP)
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
 	$(PY) -m venv $(DIST_VENV)
 	$(DIST_VENV)/bin/pip install --quiet dist/rocketlens-*.whl
-	$(DIST_VENV)/bin/pip uninstall --quiet --yes pyspark pysail
+	$(DIST_VENV)/bin/pip uninstall --quiet --yes pyspark py4j pysail
+	chmod -R u+rwX,go+rX-w $(DIST_VENV)
 	$(BIN)/pip install --quiet venv-pack==0.2.0
 	$(BIN)/venv-pack --quiet --prefix $(DIST_VENV) --output dist/rocketlens-venv.tar.gz $(VENV_PACK_ARGS)
 	cp jobs/entrypoint.py dist/entrypoint.py
 	cp -r conf dist/conf
+	chmod -R u+rwX,go+rX-w dist
 	@ls -l dist
+	@echo "executors need Python $$($(DIST_VENV)/bin/python -c 'import sys; print(sys.version.split()[0])') at $$(readlink -f $(DIST_VENV)/bin/python) (or build with VENV_PACK_ARGS=\"--python-prefix /their/prefix\"); see docs/operations.md"
 
 # Never part of `make test`: simulates S and M days once (cached outside the repo, ~9 GB) and
 # runs the nightly pipeline per engine; figures in benchmarks/RESULTS.md (docs/performance.md). E.g.

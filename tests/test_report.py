@@ -32,16 +32,25 @@ def report(sample_lake, tmp_path_factory):
     return out, proc.stdout
 
 
+MAX_REPORT_BYTES = 2 * 1024 * 1024  # DESIGN.md §1 / issue 22: mailable, opens offline
+
+
 def test_report_is_one_self_contained_file(report):
+    """No script and nothing fetched: every plot is inline SVG, every reference a data: URI or
+    an anchor inside the page; the demo day's report stays within 2 MB."""
     out, stdout = report
     assert f"wrote {out}" in stdout
     page = out.read_text()
     assert "<table id=\"group-health\">" in page
     for group in ("GID_topicb_billing", "GID_dup_inventory", "GID_slow_payments"):
         assert group in page
-    assert not re.search(r"<script[^>]+src=", page), "plotly.js must be inlined"
+    assert "<script" not in page
+    refs = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert refs and all(r.startswith(("data:", "#")) for r in refs), \
+        sorted({r for r in refs if not r.startswith(("data:", "#"))})
     assert page.count('id="heatmap-') >= 3 and page.count('id="timeline-') >= 10
-    assert len(page) < 20_000_000  # downsampled
+    assert page.count("<svg") == page.count('class="plot"')
+    assert out.stat().st_size <= MAX_REPORT_BYTES, out.stat().st_size
 
 
 def _chromium(out: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -50,20 +59,36 @@ def _chromium(out: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProc
                           timeout=180)
 
 
+def _colour_pixels(png: Path, colour: str) -> int:
+    """Pixels of exactly ``colour`` (``#rrggbb``) in the screenshot."""
+    from PIL import Image  # matplotlib's own dependency
+
+    rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    with Image.open(png) as im:
+        return sum(n for n, c in im.convert("RGB").getcolors(1 << 24) or [] if c == rgb)
+
+
 def test_report_renders_its_plots_in_headless_chromium(report, tmp_path):
+    """Chromium parses every plot as SVG, and the pixels show them: a screenshot of the page's
+    top (tables and the first ownership heatmaps) has the heatmaps' owned green and orphaned red,
+    colours nothing else on the page uses."""
+    from jobs.report.build import STATE_COLOURS
+
     out, _ = report
     dom = _chromium(out, tmp_path, "--dump-dom").stdout
     page = out.read_text()
-    divs = page.count('id="heatmap-') + page.count('id="timeline-')
-    assert dom.count('class="plot-container plotly"') == divs
-    assert dom.count('class="main-svg"') >= divs
-    assert 'class="heatmaplayer' in dom and 'class="scatterlayer' in dom
+    figures = page.count('id="heatmap-') + page.count('id="timeline-')
+    assert dom.count('<figure class="plot"') == figures
+    assert dom.count("<svg") >= figures and "<image" in dom  # heatmaps are raster cells
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
-    _chromium(out, tmp_path, f"--screenshot={shot}", "--window-size=1400,2000")
+    _chromium(out, tmp_path, f"--screenshot={shot}", "--window-size=1400,6000")
     assert shot.exists() and shot.stat().st_size > 50_000
+    # a legend swatch is ~200 px: only drawn cells reach these counts
+    assert _colour_pixels(shot, STATE_COLOURS[1]) > 20_000  # owned cells
+    assert _colour_pixels(shot, STATE_COLOURS[0]) > 20_000  # orphaned cells
     print(f"screenshot: {shot}")
 
 

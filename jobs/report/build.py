@@ -1,7 +1,8 @@
 """Build the HTML report of one day from the lake (DESIGN.md §1, README, Report).
 
 Spark reads and downsamples (time buckets, so a long day stays a few hundred points per series);
-plotly draws in Python, and the file carries plotly.js inline: it opens offline, from disk or mail.
+matplotlib draws on the driver and each plot is inline SVG: the file carries no script, opens
+offline (from disk or mail) and stays small (≤ 2 MB on the demo day, tests/test_report.py).
 """
 
 from __future__ import annotations
@@ -190,50 +191,94 @@ def _health(spark, lake, day) -> list[dict]:
     return rows
 
 
-def _timeline_figure(f: Finding, points: list[dict]):
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+def _pyplot():
+    """matplotlib on its file-only backend (no display on a cluster's driver or in Airflow)."""
+    import matplotlib
 
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _utc_time_axis(ax) -> None:
+    import matplotlib.dates as mdates
+
+    locator = mdates.AutoDateLocator(tz=dt.timezone.utc, maxticks=10)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=dt.timezone.utc))
+    ax.set_xlabel("time (UTC)")
+
+
+def _utc(t: dt.datetime) -> dt.datetime:
+    """Collected timestamps are naive UTC (jobs/cli.py pins the process to TZ=UTC): mark them so."""
+    return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
+
+
+def _svg(fig, div_id: str, label: str) -> str:
+    """The figure as inline SVG (text kept as text, no script): the file opens offline anywhere."""
+    import io
+
+    plt = _pyplot()
+    buf = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none"}):  # text as <text>, not glyph paths: smaller, selectable
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside HTML
+    return (f'<figure class="plot" id="{div_id}" aria-label="{html.escape(label)}">{svg}'
+            f"</figure>")
+
+
+def _timeline_figure(f: Finding, points: list[dict]):
+    plt = _pyplot()
     lo, hi = f.start - PAD, f.end + PAD
     pts = [p for p in points if lo <= p["t"] <= hi] or points
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=[p["t"] for p in pts], y=[p["lag"] for p in pts], name="lag (msgs)",
-                             mode="lines", line={"color": "#1f77b4"}), secondary_y=False)
-    fig.add_trace(go.Scatter(x=[p["t"] for p in pts], y=[p["time_lag"] for p in pts],
-                             name="time lag (s)", mode="lines",
-                             line={"color": "#9467bd", "dash": "dot"}), secondary_y=True)
-    fig.add_vrect(x0=f.start, x1=max(f.end, f.start + dt.timedelta(seconds=30)),
-                  fillcolor=STATE_COLOURS[0] if f.kind != "double-owned" else STATE_COLOURS[2],
-                  opacity=0.12, line_width=0)
-    fig.update_layout(title={"text": html.escape(f.title), "font": {"size": 13}}, height=300,
-                      margin={"l": 60, "r": 60, "t": 40, "b": 30}, legend={"orientation": "h"})
-    fig.update_xaxes(title_text="time (UTC)")
-    fig.update_yaxes(title_text="lag", secondary_y=False)
-    fig.update_yaxes(title_text="time lag (s)", secondary_y=True)
+    times = [_utc(p["t"]) for p in pts]
+    fig, ax = plt.subplots(figsize=(10, 2.8))
+    ax.plot(times, [p["lag"] for p in pts], color="#1f77b4", lw=1.2, label="lag (msgs)")
+    ax.set_ylabel("lag (msgs)")
+    ax2 = ax.twinx()
+    ax2.plot(times, [p["time_lag"] for p in pts], color="#9467bd", lw=1.2, ls=":",
+             label="time lag (s)")
+    ax2.set_ylabel("time lag (s)")
+    ax.axvspan(_utc(f.start), _utc(max(f.end, f.start + dt.timedelta(seconds=30))),
+               color=STATE_COLOURS[0] if f.kind != "double-owned" else STATE_COLOURS[2],
+               alpha=0.12, lw=0)
+    ax.set_title(f.title, fontsize=10, loc="left")
+    _utc_time_axis(ax)
+    fig.legend(loc="upper right", ncols=2, fontsize=8, frameon=False)
     return fig
 
 
 def _heatmap_figure(title: str, cells: list[dict]):
-    import plotly.graph_objects as go
+    import matplotlib.dates as mdates
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+    from matplotlib.patches import Patch
 
+    plt = _pyplot()
     queues = sorted({c["queue"] for c in cells},
                     key=lambda q: (q.rsplit(":", 1)[0], int(q.rsplit(":", 1)[1])))
     times = sorted({c["t"] for c in cells})
     qi = {q: i for i, q in enumerate(queues)}
     ti = {t: i for i, t in enumerate(times)}
-    z = [[None] * len(times) for _ in queues]
+    nan = float("nan")
+    z = [[nan] * len(times) for _ in queues]
     for c in cells:
         z[qi[c["queue"]]][ti[c["t"]]] = c["state"]
-    scale = [[0, STATE_COLOURS[0]], [1 / 3, STATE_COLOURS[0]], [1 / 3, STATE_COLOURS[1]],
-             [2 / 3, STATE_COLOURS[1]], [2 / 3, STATE_COLOURS[2]], [1, STATE_COLOURS[2]]]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=times, y=queues, zmin=-0.5, zmax=2.5, colorscale=scale,
-        colorbar={"tickvals": [0, 1, 2], "ticktext": [STATE_NAMES[i] for i in range(3)]},
-        hovertemplate="%{y} %{x}<extra></extra>"))
-    fig.update_xaxes(title_text="time (UTC)")
-    fig.update_layout(title={"text": html.escape(title), "font": {"size": 13}},
-                      height=max(220, 60 + 18 * len(queues)),
-                      margin={"l": 110, "r": 40, "t": 40, "b": 30})
+    step = (times[1] - times[0]) if len(times) > 1 else dt.timedelta(minutes=1)
+    x0, x1 = mdates.date2num(_utc(times[0])), mdates.date2num(_utc(times[-1] + step))
+    cmap = ListedColormap([STATE_COLOURS[i] for i in range(3)])
+    cmap.set_bad("#ffffff")  # no state in the bucket: unknown, drawn blank (not healthy, not bad)
+    fig, ax = plt.subplots(figsize=(10, max(1.8, 0.7 + 0.2 * len(queues))))
+    ax.imshow(z, aspect="auto", interpolation="nearest", cmap=cmap,
+              norm=BoundaryNorm([-0.5, 0.5, 1.5, 2.5], 3), extent=(x0, x1, len(queues) - 0.5, -0.5))
+    ax.set_yticks(range(len(queues)), queues, fontsize=8)
+    ax.xaxis_date(tz=dt.timezone.utc)
+    ax.set_title(title, fontsize=10, loc="left")
+    _utc_time_axis(ax)
+    ax.legend(handles=[Patch(color=STATE_COLOURS[i], label=STATE_NAMES[i]) for i in range(3)],
+              loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return fig
 
 
@@ -246,6 +291,7 @@ vertical-align:top;text-align:left}th{background:#f4f4f4}.CRITICAL{background:#f
 .note{color:#666;font-size:13px}.finding{margin:8px 0 4px;font-size:13px}
 .incident h3{font-size:15px;margin:18px 0 4px}.incident th{width:120px}
 #status-strip td{text-align:center;min-width:22px}
+.plot{margin:4px 0 16px}.plot svg{max-width:100%;height:auto}
 """
 
 
@@ -301,14 +347,6 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
     parts.append(f"<h2>Status of the last {STRIP_DAYS} days (gold.group_health)</h2>")
     parts.append("<p class='note'>O OK, W WARN, C CRITICAL; · the day is not in the lake.</p>")
     parts.append(_strip_table(days, strip))
-    include_js = [True]
-
-    def plot(fig, div_id: str) -> str:
-        out = fig.to_html(full_html=False, include_plotlyjs=include_js[0], div_id=div_id,
-                          config={"displaylogo": False, "responsive": True})
-        include_js[0] = False
-        return out
-
     parts.append("<h2>Ownership heatmaps (queue × time)</h2>")
     parts.append("<p class='note'>Per affected group and topic: green owned by one live process, "
                  "red orphaned (no live owner), orange double-owned.</p>")
@@ -316,7 +354,7 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
     for i, pair in enumerate(pairs):
         if pair in ownership:
             title = f"{pair[1]} · {pair[2]} ({pair[0]})"
-            parts.append(plot(_heatmap_figure(title, ownership[pair]), f"heatmap-{i}"))
+            parts.append(_svg(_heatmap_figure(title, ownership[pair]), f"heatmap-{i}", title))
             heatmaps += 1
     if not pairs:
         parts.append("<p>No findings: nothing to draw.</p>")
@@ -327,14 +365,14 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
         parts.append(f"<div class='finding'><b>{html.escape(f.title)}</b><br>"
                      f"{html.escape(f.evidence or '')}</div>")
         if series.get(f.key):
-            parts.append(plot(_timeline_figure(f, series[f.key]), f"timeline-{i}"))
+            parts.append(_svg(_timeline_figure(f, series[f.key]), f"timeline-{i}", f.title))
             timelines += 1
         else:
             parts.append("<p class='note'>no offsets for this queue</p>")
     if len(findings) > len(drawn):
         parts.append(f"<p class='note'>{len(findings) - len(drawn)} more findings not drawn; "
                      "query them with rocketlens sql.</p>")
-    if include_js[0]:  # nothing plotted: keep the file self-contained and valid anyway
+    if not heatmaps and not timelines:
         parts.append("<p class='note'>No plots for this day.</p>")
     parts.append("</body></html>")
     summary = {"groups": len(health), "findings": len(findings), "timelines": timelines,
