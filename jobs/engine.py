@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -131,6 +132,10 @@ def _limit_sail_memory(pool_mib: int) -> None:
 @contextmanager
 def _sail_session(memory_pool_mib: int = SAIL_MEMORY_POOL_MIB) -> Iterator[SparkSession]:
     os.environ.setdefault("RUST_LOG", "error")  # Sail logs INFO/WARN chatter to stderr
+    # The embedded server runs Python functions (mapInArrow, data sources' readers) in this
+    # interpreter through pyspark's worker module, which since pyspark 4.2 refuses to load unless
+    # the process says it is a Python worker: without this, mapInArrow fails on Sail 0.7.2.
+    os.environ["SPARK_PYTHON_RUNTIME"] = "PYTHON_WORKER"
     _limit_sail_memory(memory_pool_mib)
     try:
         from pysail.spark import SparkConnectServer
@@ -178,6 +183,9 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
     if not under_submit:
         builder = (builder.master(master or "local[2]")
                    .config("spark.ui.enabled", "false")
+                   # Python workers (the landing data source) run this interpreter, which has
+                   # the job's packages; spark-submit users set spark.pyspark.python themselves
+                   .config("spark.pyspark.python", sys.executable)
                    .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                    # the local JVM's default 1 GiB heap ran out building broadcast tables chosen
                    # on low size estimates (compressed staged Parquet) at bench scale S; under

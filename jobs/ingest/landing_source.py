@@ -1,0 +1,293 @@
+"""Landing files as a Spark Python data source: ``spark.read.format("rocketlens_landing")``.
+
+Why a data source: a reader that opens a landing file itself knows every line's number, decodes
+gzip and UTF-8 defects per line and parses each JSON line once, in one pass and in bounded
+memory (``benchmarks/RESULTS.md``: numbering lines by a window over each file sorted whole files
+in one partition; Sail exposes no file order and ignores PERMISSIVE). Both engines run it: classic
+Spark in its Python workers, Sail (pysail) in its own Python, with Arrow record batches.
+
+Partitions: one per file, and a large plain file is cut at line ends into byte ranges of about
+``split_bytes``; the driver counts the lines before each cut (``plan_ranges``), so every range
+knows its first line number. A gzip file is one partition (it cannot be entered mid-stream).
+
+Lines are split as Hadoop's and Sail's text readers split them: at ``\\n``, ``\\r\\n`` and a lone
+``\\r``; a last line without a terminator counts, an empty file has no lines. A leading UTF-8
+byte-order mark is dropped from a line (Spark's text reader dropped it at the start of a file,
+Sail's kept it).
+
+Options: ``rows`` (``lines``, or the name of a JSON source), ``files`` (JSON list of
+``[rel_path, path, folder_date]``), ``split_bytes``, ``run_day``. For ``lines`` the rows are the
+numbered lines (``LINES_SCHEMA``; client logs are parsed by Spark, ``jobs.ingest.client_logs``);
+for a JSON source they are its parsed records with their check (``classified_schema``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    DateType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from jobs.ingest.file_integrity import (
+    BINARY_DATA,
+    CHUNK_BYTES,
+    CONTROL_CHARS,
+    decoded_blocks,
+    is_gzip,
+    read_chunks,
+)
+from jobs.ingest.json_lines import NOT_OBJECT, RecordReader
+from schemas.landing import JSON_SOURCES, JsonSource
+
+FORMAT = "rocketlens_landing"
+SPLIT_BYTES = 64 << 20
+
+LINES_SCHEMA = StructType([
+    StructField("_source_file", StringType(), False),
+    StructField("_folder_date", DateType(), False),
+    StructField("_line_no", LongType(), False),
+    StructField("line", StringType(), True),
+    # why the line is unusable whatever it says (invalid UTF-8, cut by a broken gzip), else null
+    StructField("_defect", StringType(), True),
+])
+
+_CONTROL = re.compile(CONTROL_CHARS)
+
+
+def classified_schema(source: JsonSource) -> StructType:
+    """A JSON source's rows: file, folder day, line number, the line (only where it may be
+    quarantined), the typed fields, unknown keys and the check.
+
+    ``ts`` comes as ``_ts_micros`` (UTC epoch microseconds), turned into a timestamp by Spark:
+    Sail 0.7.2 fails a Python data source whose schema has a timestamp (it converts the schema
+    to Arrow without a time zone)."""
+    fields = [StructField("_ts_micros", LongType(), True) if f.name == "ts"
+              else StructField(f.name, f.dataType, True) for f in source.schema.fields]
+    return StructType([
+        *LINES_SCHEMA.fields[:3],
+        StructField("line", StringType(), True),
+        *fields,
+        StructField("_extra", MapType(StringType(), StringType()), True),
+        StructField("_check", StringType(), True),
+    ])
+
+
+# --- files, ranges and lines --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FileRange(InputPartition):
+    """Bytes ``[start, end)`` of one landing file (``end`` None: to its end), whose first line is
+    line ``first_line``."""
+
+    rel_path: str
+    path: str
+    folder_date: str
+    start: int
+    end: int | None
+    first_line: int
+
+
+def _count_lines(handle, start: int, end: int) -> int:
+    """Lines that end in ``[start, end)``; ``end`` is just after a ``\\n``."""
+    handle.seek(start)
+    lines, remaining, last = 0, end - start, b""
+    while remaining:
+        chunk = handle.read(min(CHUNK_BYTES, remaining))
+        remaining -= len(chunk)
+        lines += chunk.count(b"\n")
+        if b"\r" in chunk:
+            lines += chunk.count(b"\r") - chunk.count(b"\r\n")
+            if last.endswith(b"\r") and chunk.startswith(b"\n"):
+                lines -= 1  # a CRLF split between chunks: counted once as CR, once as LF
+        last = chunk[-1:]
+    return lines
+
+
+def plan_ranges(files: list[tuple[str, str, str]], split_bytes: int) -> list[FileRange]:
+    """Partitions for ``files`` (``rel_path, path, folder_date``): a range per ``split_bytes`` of
+    a plain file, cut just after a ``\\n``, with the number of its first line; an empty file has
+    none (a zero-byte ``.gz`` is no gzip stream)."""
+    ranges: list[FileRange] = []
+    for rel, path, folder in files:
+        size = Path(path).stat().st_size
+        if size == 0:
+            continue
+        if is_gzip(Path(path)) or size <= split_bytes:
+            ranges.append(FileRange(rel, path, folder, 0, None, 1))
+            continue
+        with open(path, "rb") as handle:
+            start, first = 0, 1
+            while start < size:
+                handle.seek(start + split_bytes)
+                tail = handle.readline()  # up to and including the next "\n"
+                end = start + split_bytes + len(tail)
+                if not tail or end >= size:
+                    ranges.append(FileRange(rel, path, folder, start, None, first))
+                    break
+                ranges.append(FileRange(rel, path, folder, start, end, first))
+                first += _count_lines(handle, start, end)
+                start = end
+    return ranges
+
+
+def range_chunks(part: FileRange, broken: list[str]) -> Iterator[bytes]:
+    """The range's bytes in chunks (a whole file through ``read_chunks``, gzip decoded)."""
+    if part.start == 0 and part.end is None:
+        yield from read_chunks(Path(part.path), broken)
+        return
+    with open(part.path, "rb") as handle:
+        handle.seek(part.start)
+        remaining = None if part.end is None else part.end - part.start
+        while remaining is None or remaining > 0:
+            chunk = handle.read(CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining))
+            if not chunk:
+                return
+            if remaining is not None:
+                remaining -= len(chunk)
+            yield chunk
+
+
+# --- batches --------------------------------------------------------------------------------------
+
+def lines_batch(part: FileRange, first: int, texts: list[str],
+                defects: list[str | None]) -> pa.RecordBatch:
+    n = len(texts)
+    return pa.RecordBatch.from_arrays(
+        [pa.array([part.rel_path] * n, pa.string()),
+         pa.array([dt.date.fromisoformat(part.folder_date)] * n, pa.date32()),
+         pa.array(range(first, first + n), pa.int64()),
+         pa.array(texts, pa.string()),
+         pa.array(defects, pa.string())],
+        schema=to_arrow_schema(LINES_SCHEMA))
+
+
+def classify_lines(reader: RecordReader, arrow_schema: pa.Schema, run_day: int,
+                   files: list[str], folders: list[dt.date], line_nos: list[int],
+                   texts: list[str | None], defects: list[str | None]) -> pa.RecordBatch:
+    """Lines of a JSON source → a ``classified_schema`` batch. ``line`` is kept only where the
+    record may be quarantined (a check failed, or its day is not ``run_day``, days since epoch):
+    an accepted line is not carried any further."""
+    names = reader.names
+    columns: dict[str, list] = {name: [] for name in names}
+    types = [arrow_schema.field("_ts_micros" if n == "ts" else n).type for n in names]
+    kept, extras, checks = [], [], []
+    for text, defect in zip(texts, defects):
+        typed = ts = extra = None
+        if text is None:
+            check = NOT_OBJECT
+        elif defect is not None:
+            check = defect
+        elif _CONTROL.search(text):
+            check = BINARY_DATA
+        else:
+            typed, ts, extra, check = reader.read(text)
+        for name in names:
+            columns[name].append(None if typed is None else typed[name])
+        extras.append(extra)
+        checks.append(check)
+        on_day = ts is not None and ts // 86_400_000_000 == run_day
+        kept.append(None if check is None and on_day else text)
+    n = len(texts)
+    arrays = [pa.array(files, pa.string()), pa.array(folders, pa.date32()),
+              pa.array(line_nos, pa.int64()), pa.array(kept, pa.string())]
+    arrays += [pa.array(columns[name], t) for name, t in zip(names, types)]
+    arrays += [pa.array(extras, arrow_schema.field("_extra").type),
+               pa.array(checks, pa.string())]
+    assert all(len(a) == n for a in arrays)
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+# --- the data source ------------------------------------------------------------------------------
+
+LINES = "lines"
+
+
+def json_source(rows: str) -> JsonSource | None:
+    """The JSON source whose records the ``rows`` option asks for; None for ``lines``."""
+    if rows == LINES:
+        return None
+    found = [s for s in JSON_SOURCES if s.name == rows]
+    if not found:
+        raise ValueError(f"rows must be {LINES!r} or a JSON source name, not {rows!r}")
+    return found[0]
+
+
+def output_schema(rows: str) -> StructType:
+    source = json_source(rows)
+    return LINES_SCHEMA if source is None else classified_schema(source)
+
+
+class LandingDataSource(DataSource):
+    """``spark.read.format("rocketlens_landing")``: landing files of one source, numbered."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        return output_schema(self.options["rows"])
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return LandingReader(dict(self.options))
+
+
+class LandingReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]):
+        self.rows = options["rows"]
+        self.files = [tuple(f) for f in json.loads(options["files"])]
+        self.split_bytes = int(options.get("split_bytes", SPLIT_BYTES))
+        self.run_day = int(options.get("run_day", 0))
+
+    def partitions(self) -> list[FileRange]:
+        ranges = plan_ranges(self.files, self.split_bytes)
+        # a source without lines still needs one (empty) partition on both engines
+        return ranges or [FileRange("", "", "1970-01-01", 0, 0, 1)]
+
+    def read(self, partition: FileRange) -> Iterator[pa.RecordBatch]:
+        if not partition.path:
+            return
+        broken: list[str] = []
+        blocks = decoded_blocks(range_chunks(partition, broken), broken, partition.first_line)
+        source = json_source(self.rows)
+        if source is None:
+            for first, texts, defects in blocks:
+                yield lines_batch(partition, first, texts, defects)
+            return
+        reader = RecordReader(source)
+        arrow_schema = to_arrow_schema(classified_schema(source))
+        folder = dt.date.fromisoformat(partition.folder_date)
+        for first, texts, defects in blocks:
+            n = len(texts)
+            yield classify_lines(reader, arrow_schema, self.run_day, [partition.rel_path] * n,
+                                 [folder] * n, list(range(first, first + n)), texts, defects)
+
+
+def read_landing(spark: SparkSession, rows: str, files: list, run_date: dt.date | None = None,
+                 split_bytes: int = SPLIT_BYTES) -> DataFrame:
+    """The numbered lines (``rows="lines"``) or a JSON source's classified records of ``files``
+    (``LandingFile``s), one read for all of them; ``run_date`` tells the reader which accepted
+    lines need not be carried."""
+    spark.dataSource.register(LandingDataSource)
+    listed = [(f.rel_path, str(f.path), f.folder_date.isoformat()) for f in files]
+    run_day = (run_date - dt.date(1970, 1, 1)).days if run_date else 0
+    return (spark.read.format(FORMAT)
+            .option("rows", rows)
+            .option("files", json.dumps(listed))
+            .option("split_bytes", str(split_bytes))
+            .option("run_day", str(run_day))
+            .load())
