@@ -181,11 +181,11 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
                            "or set JAVA_HOME (or use --engine sail, which needs no JVM)")
     builder = SparkSession.builder.appName(app_name)
     if not under_submit:
+        # Python workers (the landing data source) must run an interpreter with the job's
+        # packages: this one, unless the user chose one; spark-submit users set it themselves
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (builder.master(master or "local[2]")
                    .config("spark.ui.enabled", "false")
-                   # Python workers (the landing data source) run this interpreter, which has
-                   # the job's packages; spark-submit users set spark.pyspark.python themselves
-                   .config("spark.pyspark.python", sys.executable)
                    .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                    # the local JVM's default 1 GiB heap ran out building broadcast tables chosen
                    # on low size estimates (compressed staged Parquet) at bench scale S; under

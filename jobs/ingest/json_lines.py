@@ -205,7 +205,7 @@ def record_ts_micros(raw: str | None) -> int | None:
         return None
     if _EPOCH_MILLIS.fullmatch(raw):
         return int(raw) * 1000
-    if _ISO_WITH_ZONE.search(raw):
+    if _ISO_WITH_ZONE.search(raw, max(0, len(raw) - 6)):  # a zone is at most 6 characters
         return _iso_micros(raw)
     return None
 
@@ -237,6 +237,8 @@ class RecordReader:
 
         ``typed`` and ``extra`` are None when the line is no JSON object; ``reason`` is None
         when the record passes every check (its day is decided later)."""
+        if line.startswith("\ufeff"):  # a byte-order mark, as the reader drops it
+            line = line[1:]
         if line.strip(" ") == "":
             return None, None, None, EMPTY_LINE
         raw = load_object(line)

@@ -24,6 +24,7 @@ for a JSON source they are its parsed records with their check (``classified_sch
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -51,7 +54,12 @@ from jobs.ingest.file_integrity import (
     is_gzip,
     read_chunks,
 )
-from jobs.ingest.json_lines import NOT_OBJECT, RecordReader
+from jobs.ingest.json_lines import (
+    MICROS_PER_DAY,
+    NOT_OBJECT,
+    RecordReader,
+    record_ts_micros,
+)
 from schemas.landing import JSON_SOURCES, JsonSource
 
 FORMAT = "rocketlens_landing"
@@ -176,12 +184,140 @@ def lines_batch(part: FileRange, first: int, texts: list[str],
         schema=to_arrow_schema(LINES_SCHEMA))
 
 
+_TS_IS_TEXT = re.compile(r'"ts"\s*:\s*"')
+# UTF-16 surrogate escapes: orjson refuses a lone one, so such a block is read line by line
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+_MAX_EPOCH_MILLIS = 10**15 - 1
+_TEXT_TYPES = (pa.string(), pa.int64(), pa.bool_())
+
+
+def _text_column(values: list, dtype: pa.DataType) -> list:
+    """An inferred column's values as the JSON text a string field holds."""
+    if dtype == pa.bool_():
+        return [None if v is None else ("true" if v else "false") for v in values]
+    if dtype == pa.int64():
+        return [None if v is None else str(v) for v in values]
+    return values
+
+
+def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int,
+                     texts: list[str], defects: list[str | None]) -> list[pa.Array] | None:
+    """The typed columns, ``_extra`` and ``line`` of a block whose every line is an acceptable
+    record, read at once by pyarrow's JSON reader; None when any line may need a reason, is
+    ambiguous to it or is read differently by it — the caller then reads the block line by line
+    (``RecordReader``), which decides. pyarrow fails on what the per-line reading would turn into
+    a ``wrong_type`` or text (a number in a string field, an int beyond 32 bits, a duplicate key,
+    trailing text), and a blank line or two objects on one line change its row count."""
+    if not texts or any(d is not None for d in defects):
+        return None
+    joined = "\n".join(texts)
+    # every line must start an object: pyarrow 26 crashes the process (SIGSEGV) on a block whose
+    # first value is a bare ``null``, and other values are no records anyway
+    if not joined.startswith("{") or joined.count("\n{") != len(texts) - 1:
+        return None
+    if _CONTROL.search(joined) or ("\\u" in joined and _SURROGATE_ESCAPE.search(joined)):
+        return None
+    source = reader.source
+    maps = {f.name for f in source.schema.fields if isinstance(f.dataType, MapType)}
+    ts_text = bool(_TS_IS_TEXT.search(texts[0]))
+    parse_fields = [pa.field("ts", pa.string() if ts_text else pa.int64())]
+    parse_fields += [arrow_schema.field(n) for n in reader.names if n != "ts" and n not in maps]
+    try:
+        table = pa_json.read_json(
+            io.BytesIO(joined.encode()),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(joined) + 1024),
+            parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(parse_fields),
+                                               unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(texts):
+        return None
+    nulls_are_json = "null" in joined  # else a null in an inferred column is a missing key
+    for field in parse_fields[1:]:
+        if table.schema.field(field.name).type != field.type:
+            return None  # e.g. an unknown key inside mq_table elements
+    for name in source.required:
+        if name in maps or table.column(name).null_count:
+            return None
+    ts = table.column("ts")
+    if ts.null_count:
+        return None
+    if ts_text:
+        micros = [record_ts_micros(v) for v in ts.to_pylist()]
+        if None in micros:
+            return None
+        ts_micros = pa.array(micros, pa.int64())
+    else:
+        bounds = pc.min_max(ts)
+        if bounds["min"].as_py() < 0 or bounds["max"].as_py() > _MAX_EPOCH_MILLIS:
+            return None
+        ts_micros = pc.multiply(ts, 1000).combine_chunks()
+    if pc.min(ts_micros).as_py() < 0:
+        return None
+    for name in source.non_negative:
+        low = pc.min(table.column(name)).as_py()
+        if low is not None and low < 0:
+            return None
+    for name, allowed in source.enums:
+        values = table.column(name).drop_null()
+        if len(values) and not pc.all(pc.is_in(values, value_set=pa.array(allowed))).as_py():
+            return None
+    extra_names = [n for n in table.column_names if n not in reader.known]
+    extra_values = []
+    for name in extra_names:
+        column = table.column(name)
+        if column.type not in _TEXT_TYPES or (column.null_count and nulls_are_json):
+            return None
+        extra_values.append(_text_column(column.to_pylist(), column.type))
+    map_values = {}
+    for name in maps:
+        if name not in table.column_names:
+            map_values[name] = [None] * len(texts)
+            continue
+        column = table.column(name)
+        if not isinstance(column.type, pa.StructType) or any(
+                column.type.field(i).type != pa.string() for i in range(column.type.num_fields)):
+            return None  # map values that are not all strings: their text is the line's
+        flat = column.combine_chunks()
+        if nulls_are_json and any(flat.field(i).null_count > flat.null_count
+                                  for i in range(column.type.num_fields)):
+            return None  # a null value and a missing key look alike here
+        rows = column.to_pylist()
+        map_values[name] = [None if row is None else
+                            [(k, v) for k, v in row.items() if v is not None] for row in rows]
+    columns = []
+    for name in reader.names:
+        if name == "ts":
+            columns.append(ts_micros)
+        elif name in maps:
+            columns.append(pa.array(map_values[name], arrow_schema.field(name).type))
+        else:
+            columns.append(table.column(name).combine_chunks())
+    if extra_names:
+        extras = [[(k, v) for k, v in zip(extra_names, row) if v is not None]
+                  for row in zip(*extra_values)]
+    else:
+        extras = [[]] * len(texts)
+    off_day = pc.not_equal(pc.divide(ts_micros, MICROS_PER_DAY), run_day)
+    line = pc.if_else(off_day, pa.array(texts, pa.string()), pa.nulls(len(texts), pa.string()))
+    return [*columns, pa.array(extras, arrow_schema.field("_extra").type), line]
+
+
 def classify_lines(reader: RecordReader, arrow_schema: pa.Schema, run_day: int,
                    files: list[str], folders: list[dt.date], line_nos: list[int],
                    texts: list[str | None], defects: list[str | None]) -> pa.RecordBatch:
     """Lines of a JSON source → a ``classified_schema`` batch. ``line`` is kept only where the
     record may be quarantined (a check failed, or its day is not ``run_day``, days since epoch):
-    an accepted line is not carried any further."""
+    an accepted line is not carried any further. A block of clean lines is read by pyarrow
+    (``read_clean_block``), any other line by line."""
+    n = len(texts)
+    head = [pa.array(files, pa.string()), pa.array(folders, pa.date32()),
+            pa.array(line_nos, pa.int64())]
+    clean = read_clean_block(reader, arrow_schema, run_day, texts, defects)
+    if clean is not None:
+        *fields, extra, line = clean
+        return pa.RecordBatch.from_arrays(
+            [*head, line, *fields, extra, pa.nulls(n, pa.string())], schema=arrow_schema)
     names = reader.names
     columns: dict[str, list] = {name: [] for name in names}
     types = [arrow_schema.field("_ts_micros" if n == "ts" else n).type for n in names]
@@ -200,11 +336,9 @@ def classify_lines(reader: RecordReader, arrow_schema: pa.Schema, run_day: int,
             columns[name].append(None if typed is None else typed[name])
         extras.append(extra)
         checks.append(check)
-        on_day = ts is not None and ts // 86_400_000_000 == run_day
+        on_day = ts is not None and ts // MICROS_PER_DAY == run_day
         kept.append(None if check is None and on_day else text)
-    n = len(texts)
-    arrays = [pa.array(files, pa.string()), pa.array(folders, pa.date32()),
-              pa.array(line_nos, pa.int64()), pa.array(kept, pa.string())]
+    arrays = [*head, pa.array(kept, pa.string())]
     arrays += [pa.array(columns[name], t) for name, t in zip(names, types)]
     arrays += [pa.array(extras, arrow_schema.field("_extra").type),
                pa.array(checks, pa.string())]
