@@ -237,8 +237,7 @@ class RecordReader:
 
         ``typed`` and ``extra`` are None when the line is no JSON object; ``reason`` is None
         when the record passes every check (its day is decided later)."""
-        if line.startswith("\ufeff"):  # a byte-order mark, as the reader drops it
-            line = line[1:]
+        line = line.removeprefix("\ufeff")  # a byte-order mark, as the reader drops it
         if line.strip(" ") == "":
             return None, None, None, EMPTY_LINE
         raw = load_object(line)
