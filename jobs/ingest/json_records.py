@@ -17,6 +17,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from jobs.ingest.json_lines import RecordReader
 from jobs.ingest.landing_files import line_day, line_status, out_of_window_reason
 from jobs.ingest.landing_source import classified_schema, classify_lines
+from jobs.ingest.native_landing import NOT_A_RECORD
 from schemas.landing import JsonSource
 
 
@@ -27,8 +28,9 @@ def with_status(records_df: DataFrame, source: JsonSource, run_date: dt.date) ->
     day = line_day(F.col("ts"), F.col("_folder_date"))
     classified = (records_df.withColumn("ts", F.timestamp_micros("_ts_micros"))
                   .withColumn("_day", day)
-                  .withColumn("_status", line_status(F.col("_day"), F.col("_folder_date"),
-                                                     F.col("_check"), run_date)))
+                  .withColumn("_status", F.when(F.col("_check") == NOT_A_RECORD, "unmatched")
+                              .otherwise(line_status(F.col("_day"), F.col("_folder_date"),
+                                                     F.col("_check"), run_date))))
     reason = F.when(F.col("_status") == "quarantined",
                     F.coalesce(F.col("_check"),
                                out_of_window_reason(F.col("_day"), F.col("_folder_date"))))

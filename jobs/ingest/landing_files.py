@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from jobs.ingest.file_integrity import BINARY_DATA, CONTROL_CHARS
 from jobs.ingest.landing_source import LINES, read_landing
+from jobs.ingest.native_landing import is_native
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,9 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
                 # a symlink out of the landing root would copy any readable file into bronze
                 log.warning("skipping %s: it links outside the landing root %s", rel, root)
                 continue
-            if not path.name.endswith(LANDING_SUFFIXES):
+            # RocketMQ's own outputs (.txt, .json) under cluster=C/group=G/ (docs/landing-mqadmin.md)
+            native = "/cluster=" in rel and is_native(source, rel)
+            if not native and not path.name.endswith(LANDING_SUFFIXES):
                 log.warning("skipping %s: not one of %s", rel, ", ".join(LANDING_SUFFIXES))
                 continue
             found.append(LandingFile(source, folder_date, path, rel))

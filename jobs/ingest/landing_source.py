@@ -60,6 +60,7 @@ from jobs.ingest.json_lines import (
     RecordReader,
     record_ts_micros,
 )
+from jobs.ingest.native_landing import is_native, native_lines
 from schemas.landing import JSON_SOURCES, JsonSource
 
 FORMAT = "rocketlens_landing"
@@ -388,7 +389,10 @@ class LandingReader(DataSourceReader):
         self.run_day = int(options.get("run_day", 0))
 
     def partitions(self) -> list[FileRange]:
-        ranges = plan_ranges(self.files, self.split_bytes)
+        # RocketMQ's own outputs are parsed as whole files (jobs.ingest.native_landing)
+        native = [f for f in self.files if is_native(self.rows, f[0])]
+        ranges = plan_ranges([f for f in self.files if f not in native], self.split_bytes)
+        ranges += plan_ranges(native, 1 << 62)
         # a source without lines still needs one (empty) partition on both engines
         return ranges or [FileRange("", "", "1970-01-01", 0, 0, 1)]
 
@@ -405,10 +409,32 @@ class LandingReader(DataSourceReader):
         reader = RecordReader(source)
         arrow_schema = to_arrow_schema(classified_schema(source))
         folder = dt.date.fromisoformat(partition.folder_date)
+        if is_native(self.rows, partition.rel_path):
+            yield native_batch(reader, arrow_schema, self.run_day, partition, folder, blocks)
+            return
         for first, texts, defects in blocks:
             n = len(texts)
             yield classify_lines(reader, arrow_schema, self.run_day, [partition.rel_path] * n,
                                  [folder] * n, list(range(first, first + n)), texts, defects)
+
+
+def native_batch(reader: RecordReader, arrow_schema: pa.Schema, run_day: int, part: FileRange,
+                 folder: dt.date, blocks) -> pa.RecordBatch:
+    """A whole mqadmin / fastjson file → a ``classified_schema`` batch: its records checked as
+    JSON lines are, a kept line being the file's raw text (``jobs.ingest.native_landing``)."""
+    texts: list[str] = []
+    defects: list[str | None] = []
+    for _, block_texts, block_defects in blocks:
+        texts += block_texts
+        defects += block_defects
+    checked, reasons, raws = native_lines(reader.source.name, part.rel_path, texts, defects)
+    n = len(texts)
+    batch = classify_lines(reader, arrow_schema, run_day, [part.rel_path] * n, [folder] * n,
+                           list(range(1, n + 1)), checked, reasons)
+    index = batch.schema.get_field_index("line")
+    kept = batch.column(index)
+    raw = pc.if_else(pc.is_null(kept), pa.nulls(n, pa.string()), pa.array(raws, pa.string()))
+    return batch.set_column(index, batch.schema.field(index), raw)
 
 
 def read_landing(spark: SparkSession, rows: str, files: list, run_date: dt.date | None = None,
