@@ -76,11 +76,12 @@ class _Parser:
             return float(token) if any(c in token for c in ".eE") else int(token)
         name = _NAME.match(self.text, self.pos)
         if name:
-            self.pos = name.end()
             word = name.group()
             if word in _LITERALS and not as_key:
+                self.pos = name.end()
                 return _LITERALS[word]
             if as_key:
+                self.pos = name.end()
                 return word  # an unquoted field name
             raise self.fail(f"unexpected word {word!r}")
         raise self.fail("expected a value, found " + (repr(char) if char else "end of text"))
