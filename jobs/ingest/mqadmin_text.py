@@ -19,7 +19,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from jobs.ingest.fastjson_dump import FastjsonError, running_info_record
+from jobs.ingest.fastjson_dump import FastjsonError, parse_fastjson, running_info_record
 
 TOPIC_PRINT_WIDTH = 64  # UtilAll.frontStringAtLeast(topic, 64): longer names are cut
 BROKER_PRINT_WIDTH = 32
@@ -244,8 +244,6 @@ def consumer_connection_lines(lines: list[str], context: FileContext | str) -> l
 def _client_from_properties(text: str) -> str | None:
     """``clientIP@instanceName[@unitName]`` (ClientConfig.buildMQClientId, facts §0) from the
     dump's properties, for a file placed without ``client=``."""
-    from jobs.ingest.fastjson_dump import parse_fastjson
-
     dump = parse_fastjson(text)
     props = dump.get("properties") if isinstance(dump, dict) else None
     if not isinstance(props, dict) or not props.get("clientIP") or not props.get("instanceName"):
