@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -136,6 +137,10 @@ def _limit_sail_memory(pool_mib: int) -> None:
 @contextmanager
 def _sail_session(memory_pool_mib: int = SAIL_MEMORY_POOL_MIB) -> Iterator[SparkSession]:
     os.environ.setdefault("RUST_LOG", "error")  # Sail logs INFO/WARN chatter to stderr
+    # The embedded server runs Python functions (mapInArrow, data sources' readers) in this
+    # interpreter through pyspark's worker module, which since pyspark 4.2 refuses to load unless
+    # the process says it is a Python worker: without this, mapInArrow fails on Sail 0.7.2.
+    os.environ["SPARK_PYTHON_RUNTIME"] = "PYTHON_WORKER"
     _limit_sail_memory(memory_pool_mib)
     try:
         from pysail.spark import SparkConnectServer
@@ -181,6 +186,9 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
                            "or set JAVA_HOME (or use --engine sail, which needs no JVM)")
     builder = SparkSession.builder.appName(app_name)
     if not under_submit:
+        # Python workers (the landing data source) must run an interpreter with the job's
+        # packages: this one, unless the user chose one; spark-submit users set it themselves
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (builder.master(master or "local[2]")
                    .config("spark.ui.enabled", "false")
                    .config("spark.sql.shuffle.partitions", str(shuffle_partitions))

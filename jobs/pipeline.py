@@ -67,18 +67,18 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
                   ) -> dict[str, DataFrame]:
     """Every bronze table's frame for ``run_date`` (records, ``quarantine``, ``ingest_counts``).
 
-    ``scratch_dir`` holds decoded copies of landing files the engines cannot read as text
-    (``jobs.ingest.file_integrity``); it must outlive the frames' evaluation.
+    ``scratch_dir`` is not used any more (the landing data source decodes every file itself);
+    it stays for existing callers.
     """
     raw_max = settings.ingest.quarantine_raw_max_chars
     per_source: dict[str, SourceFrames] = {
         s.name: ingest_json_source(spark, landing, s, run_date, run_id, ingested_at, raw_max,
-                                   stage, scratch_dir)
+                                   stage)
         for s in JSON_SOURCES
     }
     per_source["client_logs"] = ingest_client_logs(
         spark, landing, run_date, run_id, ingested_at, raw_max,
-        settings.ingest.client_log_timezone, stage, scratch_dir)
+        settings.ingest.client_log_timezone, stage)
     if sum(f.files for f in per_source.values()) == 0:
         raise NoLandingData(
             f"no landing files for {run_date} under {landing} "
@@ -244,9 +244,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         progress(f"wrote {layer}.{name}", stage=layer, table=f"{layer}.{name}", rows=rows,
                  seconds=round(time.monotonic() - began, 3))
 
-    with lake.staging_area(lake_dir, run_id) as staging_dir:
-        bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage,
-                               staging_dir / "landing")
+    with lake.staging_area(lake_dir, run_id):
+        bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage)
         for name, df in bronze.items():
             write(df, "bronze", name)
         lake.clear_staging(lake_dir, run_id)  # the parsed lines are in bronze now

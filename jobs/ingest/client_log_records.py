@@ -67,9 +67,9 @@ def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> Dat
 
 def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, run_id: str,
                        ingested_at: dt.datetime, raw_max_chars: int, zone: str,
-                       stage: Stage = no_staging, scratch_dir: Path | None = None) -> SourceFrames:
+                       stage: Stage = no_staging) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
-    lines = read_lines(spark, files, scratch_dir)
+    lines = read_lines(spark, files)
     classified = stage(classify_log_lines(lines, run_date, zone), CLIENT_LOGS)
     return SourceFrames(
         records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,

@@ -1,12 +1,10 @@
-"""Landing files the engines cannot read as text: invalid UTF-8 and broken gzip.
+"""Decode landing files line by line: gzip (``zlib``), UTF-8 per line, defects kept.
 
-Why this runs in Python before the Spark read: Sail's text reader fails the whole file on one
-invalid UTF-8 byte ("Encountered invalid UTF-8 data") where classic Spark silently puts U+FFFD in
-its place, and a truncated or corrupt ``.gz`` fails the read on both engines at action time, so one
-bad file would crash the run. Every file is streamed once here (gzip through ``zlib``, text
-through an incremental UTF-8 decoder that ASCII chunks skip). The rare file that fails is decoded
-line by line into a Parquet copy (``_line_no, line, _defect``) in the run's scratch folder and read
-from there, so both engines see the same lines with the same defects.
+The landing data source (``jobs.ingest.landing_source``) reads every file through here, so both
+engines see the same lines with the same defects: Sail's text reader failed a whole file on one
+invalid UTF-8 byte where classic Spark silently put U+FFFD in its place, and a truncated or
+corrupt ``.gz`` failed the read on both engines at action time. A bad line is kept with its
+defect and quarantined; the rest of the file is read.
 
 Lines are split as Hadoop's and Sail's text readers split them: at ``\\n``, ``\\r\\n`` and a lone
 ``\\r``; a last line without a terminator counts, an empty file has no lines.
@@ -14,22 +12,16 @@ Lines are split as Hadoop's and Sail's text readers split them: at ``\\n``, ``\\
 
 from __future__ import annotations
 
-import codecs
 import logging
 import re
 import zlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 8 << 20
-ROWS_PER_BATCH = 10_000
+_BOM = b"\xef\xbb\xbf"
 
 # C0 control characters other than tab, CR, LF and ESC: never in a JSON line (JSON escapes them)
 # nor in a log line; ESC is left out because a log written with logback's %highlight carries ANSI
@@ -42,9 +34,6 @@ BINARY_DATA = "binary_data: control characters in the line"
 INVALID_UTF8 = "invalid_utf8"
 TRUNCATED_GZIP = "truncated_gzip: the gzip stream ends early; the line read last may be cut"
 CORRUPT_GZIP = "corrupt_gzip: "
-
-DECODED_SCHEMA = pa.schema([("_line_no", pa.int64()), ("line", pa.string()),
-                            ("_defect", pa.string())])
 
 
 def is_gzip(path: Path) -> bool:
@@ -90,34 +79,25 @@ def read_chunks(path: Path, broken: list[str]) -> Iterator[bytes]:
             broken.append(TRUNCATED_GZIP)
 
 
-def readable_as_text(path: Path) -> bool:
-    """True when the file is complete (gzip) and valid UTF-8: the engines can read it as is."""
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    broken: list[str] = []
-    try:
-        for chunk in read_chunks(path, broken):
-            if chunk.isascii():
-                continue
-            decoder.decode(chunk)  # partial sequences at chunk ends are carried over
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return not broken
+def line_blocks(chunks: Iterator[bytes]) -> Iterator[list[bytes]]:
+    """Lists of complete lines without terminators, one per chunk read: lines are split at
+    ``\\n``, ``\\r\\n`` and lone ``\\r``, across chunks; a block ends at its last ``\\n`` (a
+    ``\\r`` at a chunk's end may be half a CRLF) and the rest waits for the next chunk."""
+    carry = b""
+    for chunk in chunks:
+        buffer = carry + chunk if carry else chunk
+        cut = buffer.rfind(b"\n") + 1
+        carry = buffer[cut:]
+        if cut:
+            yield buffer[:cut].splitlines()
+    if carry:
+        yield carry.splitlines()
 
 
 def split_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """Lines without terminators, split at ``\\n``, ``\\r\\n`` and lone ``\\r`` across chunks."""
-    carry = b""
-    for chunk in chunks:
-        buffer = carry + chunk
-        parts = buffer.splitlines(keepends=True)
-        carry = b""
-        if parts and not parts[-1].endswith(b"\n"):
-            carry = parts.pop()  # unterminated, or a "\r" whose "\n" may be in the next chunk
-        for part in parts:
-            yield part.rstrip(b"\r\n")
-    if carry:
-        yield carry.rstrip(b"\r\n")
+    for block in line_blocks(chunks):
+        yield from block
 
 
 def decode_line(raw: bytes) -> tuple[str, str | None]:
@@ -130,51 +110,51 @@ def decode_line(raw: bytes) -> tuple[str, str | None]:
         return text, BINARY_DATA if _CONTROL_BYTES.search(raw) else INVALID_UTF8
 
 
-def decoded_lines(path: Path) -> Iterator[tuple[int, str, str | None]]:
-    """``(line_no, text, defect)`` for every line; after a broken gzip stream the line read last
-    carries the gzip defect (it may be cut mid-record, so it is never accepted). A gzip broken
-    before its first line (not gzip at all, cut inside the header) is one empty line with the
-    defect, so that the file shows in quarantine rather than only in a log."""
-    broken: list[str] = []
-    held: tuple[int, str, str | None] | None = None
-    for line_no, raw in enumerate(split_lines(read_chunks(path, broken)), start=1):
+def decode_block(raw: list[bytes]) -> tuple[list[str], list[str | None]]:
+    """Texts and defects of a block of lines; a leading byte-order mark is dropped from a line
+    (Spark's text reader dropped it at the start of a file, Sail's kept it, which made the first
+    record malformed on Sail only)."""
+    texts: list[str] = []
+    defects: list[str | None] = [None] * len(raw)
+    for i, line in enumerate(raw):
+        if line.startswith(_BOM):
+            line = line[3:]
+        try:
+            texts.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            text, defects[i] = decode_line(line)
+            texts.append(text)
+    return texts, defects
+
+
+def decoded_blocks(chunks: Iterator[bytes], broken: list[str], first_line: int = 1,
+                   ) -> Iterator[tuple[int, list[str], list[str | None]]]:
+    """``(first line number, texts, defects)`` per block of ``chunks``' lines.
+
+    ``broken`` is filled by ``read_chunks`` when the gzip stream breaks: the line read last then
+    carries the gzip defect (it may be cut mid-record); a gzip broken before its first line is
+    one empty line with the defect, so that the file shows in quarantine rather than only in a
+    log."""
+    line_no = first_line
+    held: tuple[int, list[str], list[str | None]] | None = None
+    for raw in line_blocks(chunks):
+        texts, defects = decode_block(raw)
         if held is not None:
             yield held
-        text, defect = decode_line(raw)
-        held = (line_no, text, defect)
+        held = (line_no, texts, defects)
+        line_no += len(texts)
     if broken:
-        log.warning("%s: %s", path, broken[0])
-        held = (held[0], held[1], broken[0]) if held is not None else (1, "", broken[0])
+        if held is None:
+            held = (line_no, [""], [None])
+        held[2][-1] = broken[0]
     if held is not None:
         yield held
 
 
-@dataclass(frozen=True)
-class DecodedCopy:
-    """A Parquet copy of a landing file's lines, numbered, with each line's defect."""
-
-    path: Path
-    lines: int
-
-
-def write_decoded_copy(path: Path, target: Path) -> DecodedCopy:
-    """Decode ``path`` line by line into the Parquet file ``target`` (batches, bounded memory)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    lines = 0
-    with pq.ParquetWriter(str(target), DECODED_SCHEMA) as writer:
-        batch: list[tuple[int, str, str | None]] = []
-        for row in decoded_lines(path):
-            batch.append(row)
-            lines = row[0]
-            if len(batch) == ROWS_PER_BATCH:
-                writer.write_table(_table(batch))
-                batch = []
-        writer.write_table(_table(batch))
-    return DecodedCopy(target, lines)
-
-
-def _table(rows: list[tuple[int, str, str | None]]) -> pa.Table:
-    columns: list[Sequence[Any]] = list(zip(*rows)) if rows else [[], [], []]
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns,
-                                                                          DECODED_SCHEMA)],
-                                schema=DECODED_SCHEMA)
+def decoded_lines(path: Path) -> Iterator[tuple[int, str, str | None]]:
+    """``(line_no, text, defect)`` for every line of the file (``decoded_blocks``)."""
+    broken: list[str] = []
+    for first, texts, defects in decoded_blocks(read_chunks(path, broken), broken):
+        yield from zip(range(first, first + len(texts)), texts, defects)
+    if broken:
+        log.warning("%s: %s", path, broken[0])

@@ -1,12 +1,9 @@
 """Find landing files and read them as numbered text lines.
 
-Files are read one by one so that every row can carry its file name as a literal (neither
-``input_file_name()`` nor ``_metadata`` exists on Sail; one read per file also sidesteps Sail's
-refusal to mix ``.gz`` and plain files in one read). The 1-based line number is the row's rank
-by ``monotonically_increasing_id()`` within its file: both engines number a file's rows in file
-order, partition by partition (tests/ingest/test_landing_files.py checks a multi-partition file).
-A file that is not valid UTF-8 or whose gzip stream is broken is read from a decoded copy instead
-(``jobs.ingest.file_integrity``); its bad lines carry a ``_defect`` and are quarantined.
+Every row carries its file name (neither ``input_file_name()`` nor ``_metadata`` exists on Sail)
+and its 1-based line number: the landing data source (``jobs.ingest.landing_source``) reads the
+files itself. Its bad lines carry a ``_defect`` (invalid UTF-8, cut by a broken gzip) and are
+quarantined.
 """
 
 from __future__ import annotations
@@ -14,37 +11,19 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType
 
-from jobs.ingest.file_integrity import (
-    BINARY_DATA,
-    CONTROL_CHARS,
-    readable_as_text,
-    write_decoded_copy,
-)
+from jobs.ingest.file_integrity import BINARY_DATA, CONTROL_CHARS
+from jobs.ingest.landing_source import LINES, read_landing
+from jobs.ingest.native_landing import is_native
 
 log = logging.getLogger(__name__)
 
 LANDING_SUFFIXES = (".jsonl", ".jsonl.gz", ".log", ".log.gz")
-
-LINES_SCHEMA = StructType([
-    StructField("_source_file", StringType(), False),
-    StructField("_folder_date", DateType(), False),
-    StructField("_line_no", LongType(), False),
-    StructField("line", StringType(), True),
-    # why the line is unusable whatever it says (invalid UTF-8, cut by a broken gzip), else null
-    StructField("_defect", StringType(), True),
-])
-
-DECODED_LINES_SCHEMA = StructType([LINES_SCHEMA["_line_no"], LINES_SCHEMA["line"],
-                                   LINES_SCHEMA["_defect"]])
-
 
 @dataclass(frozen=True)
 class LandingFile:
@@ -80,36 +59,13 @@ def list_landing_files(landing: Path, source: str, run_date: dt.date) -> list[La
                 # a symlink out of the landing root would copy any readable file into bronze
                 log.warning("skipping %s: it links outside the landing root %s", rel, root)
                 continue
-            if not path.name.endswith(LANDING_SUFFIXES):
+            # RocketMQ's own outputs (.txt, .json) under cluster=C/group=G/ (docs/landing-mqadmin.md)
+            native = "/cluster=" in rel and is_native(source, rel)
+            if not native and not path.name.endswith(LANDING_SUFFIXES):
                 log.warning("skipping %s: not one of %s", rel, ", ".join(LANDING_SUFFIXES))
                 continue
             found.append(LandingFile(source, folder_date, path, rel))
     return found
-
-
-def clean_line(value: Column) -> Column:
-    """A line as both engines should see it: a trailing ``\\r`` (CRLF files) and a leading
-    UTF-8 byte-order mark dropped (Spark's reader skips a BOM at the start of a file, Sail's
-    keeps it, which would make the first record malformed on Sail only)."""
-    return F.regexp_replace(F.regexp_replace(value, "\r$", ""), "^\ufeff", "")
-
-
-def number_lines(text_df: DataFrame) -> DataFrame:
-    """Rows of ``value`` with their read order ``_order`` → ``_line_no`` (1-based) and ``line``,
-    in one scan: a window over each file. One scan on purpose: numbering from a count per scan
-    partition was tried and was wrong now and then on Sail (a second scan may split a file
-    differently; a staged copy's partition ids did not always follow file order). The window
-    sorts each file in one partition, in memory unless Sail's pool makes it spill
-    (benchmarks/RESULTS.md).
-    The line is ``clean_line``'d; it has no ``_defect`` (the engine could read it).
-    """
-    in_file = Window.partitionBy("_source_file").orderBy("_order")
-    return text_df.select(
-        "_source_file", "_folder_date",
-        F.row_number().over(in_file).cast("long").alias("_line_no"),
-        clean_line(F.col("value")).alias("line"),
-        F.lit(None).cast("string").alias("_defect"),
-    )
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
@@ -122,43 +78,13 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
     return frames[0]
 
 
-def _file_columns(f: LandingFile) -> list[Column]:
-    return [F.lit(f.rel_path).alias("_source_file"),
-            F.lit(f.folder_date).cast("date").alias("_folder_date")]
-
-
 def read_lines(spark: SparkSession, files: list[LandingFile],
                scratch_dir: Path | None = None) -> DataFrame:
-    """All lines of ``files`` as ``LINES_SCHEMA`` rows, numbered in one scan (``number_lines``).
-
-    Empty files have no lines and are not read (a zero-byte ``.gz`` is no gzip stream). Files
-    the engines cannot read as text are decoded into numbered Parquet copies under
-    ``scratch_dir`` (a new temporary folder when not given), which must outlive the returned
-    frame's evaluation.
-    """
-    text_frames, decoded_frames = [], []
-    for f in files:
-        if f.path.stat().st_size == 0:
-            continue
-        if readable_as_text(f.path):
-            text_frames.append(spark.read.text(str(f.path)).select(
-                *_file_columns(f), "value", F.monotonically_increasing_id().alias("_order")))
-            continue
-        scratch_dir = scratch_dir or Path(tempfile.mkdtemp(prefix="rocketlens-decoded-"))
-        copy = write_decoded_copy(f.path, scratch_dir / "decoded" / f"{f.rel_path}.parquet")
-        log.warning("%s is not clean UTF-8 text: read from a decoded copy (%d lines)",
-                    f.rel_path, copy.lines)
-        decoded_frames.append(spark.read.schema(DECODED_LINES_SCHEMA).parquet(str(copy.path))
-                              .select(*_file_columns(f), "_line_no",
-                                      clean_line(F.col("line")).alias("line"), "_defect"))
-    frames = decoded_frames
-    if text_frames:
-        text_df = union_all(text_frames)
-        frames = [number_lines(text_df), *decoded_frames]
-    if not frames:
-        return spark.createDataFrame([], LINES_SCHEMA)
-    return union_all(frames).select(*[F.col(f.name).cast(f.dataType).alias(f.name)
-                                      for f in LINES_SCHEMA.fields])
+    """All lines of ``files`` as ``LINES_SCHEMA`` rows, numbered per file by the landing data
+    source (``jobs.ingest.landing_source``), which also decodes broken gzip and invalid UTF-8
+    line by line. ``scratch_dir`` is not used any more: nothing is copied."""
+    del scratch_dir
+    return read_landing(spark, LINES, files)
 
 
 def files_frame(spark: SparkSession, files: list[LandingFile]) -> DataFrame:

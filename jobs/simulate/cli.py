@@ -36,8 +36,12 @@ Example:
                                                     "to 100/300 groups x 2 topics x 32 queues.")
 @click.option("--window", default=None, envvar="ROCKETLENS_WINDOW", metavar="HH:MM-HH:MM",
               help="Write only this part of the day (state before it is still simulated).")
+@click.option("--landing-format", default="jsonl", show_default=True, envvar="ROCKETLENS_LANDING_FORMAT",
+              type=click.Choice(["jsonl", "mqadmin"]),
+              help="mqadmin: offsets, connections and running_info as mqadmin consumerProgress / "
+                   "consumerConnection text and fastjson ConsumerRunningInfo dumps (docs/landing-mqadmin.md).")
 def simulate_command(scenario: str, date_: dt.datetime, landing: str, seed: int, scale: str,
-                     window: str | None) -> None:
+                     window: str | None, landing_format: str) -> None:
     """Write one day of landing data for a scenario plus _truth.json with the injected faults."""
     from jobs.simulate.run import simulate
 
@@ -49,7 +53,8 @@ def simulate_command(scenario: str, date_: dt.datetime, landing: str, seed: int,
         span = (parts[0], parts[1])
     started = time.perf_counter()
     try:
-        truth = simulate(scenario, date_.date(), Path(landing), seed=seed, scale=scale, window=span)
+        truth = simulate(scenario, date_.date(), Path(landing), seed=seed, scale=scale, window=span,
+                         landing_format=landing_format)
     except ScenarioError as exc:
         raise _SimulateFailed(str(exc)) from None
     lines = ", ".join(f"{k} {v}" for k, v in truth["lines"].items())

@@ -18,9 +18,11 @@ FILL_PERSIST_LOGGED = 3  # filler groups whose [persistAll] lines are written at
 
 
 def simulate(scenario: str | Scenario, date: dt.date, landing: Path, *, seed: int = 0, scale: str = "S",
-             window: tuple[str, str] | None = None) -> dict:
+             window: tuple[str, str] | None = None, landing_format: str = "jsonl") -> dict:
     """Write one day of landing data for ``scenario`` and return the truth.
 
+    ``landing_format`` "mqadmin" writes offsets, connections and running_info as mqadmin text and
+    fastjson dumps (``docs/landing-mqadmin.md``) instead of JSON Lines.
     ``window`` ("HH:MM", "HH:MM") limits the written records to part of the day (tests); the state
     before it is still simulated, so offsets and lags are those of the full day.
     """
@@ -40,7 +42,8 @@ def simulate(scenario: str | Scenario, date: dt.date, landing: Path, *, seed: in
     logged = {g.name for g in full.groups if g.persist_logged}
     for p in cluster.processes:
         p.log_persist = p.group in logged and (p.group not in fill or p.group in fill[:FILL_PERSIST_LOGGED])
-    files = LandingFiles(landing, clock, gzip_level=6 if scale == "S" else 1)
+    files = LandingFiles(landing, clock, gzip_level=6 if scale == "S" else 1,
+                         landing_format=landing_format)
     flow = Flow(full, cluster, seed, clock, span, files)
     try:
         flow.run()

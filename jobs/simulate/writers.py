@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import io
+import json
 from pathlib import Path
 
 DAY_MS = 86_400_000
@@ -71,10 +72,13 @@ class Clock:
 class LandingFiles:
     """Buffered, deterministic writers for every file of one simulated day."""
 
-    def __init__(self, landing: Path, clock: Clock, gzip_level: int = 6) -> None:
+    def __init__(self, landing: Path, clock: Clock, gzip_level: int = 6,
+                 landing_format: str = "jsonl") -> None:
         self.landing = landing
         self.clock = clock
         self.gzip_level = gzip_level
+        # "mqadmin": offsets, connections and running_info as RocketMQ's own outputs
+        self.native = landing_format == "mqadmin"
         self._open: dict[Path, io.BufferedWriter | gzip.GzipFile] = {}
         self._raw: dict[Path, io.BufferedWriter] = {}
         self.lines: dict[str, int] = {}
@@ -101,6 +105,13 @@ class LandingFiles:
 
     def write_lines(self, source: str, t: int, name: str, lines: list[str]) -> None:
         if not lines:
+            return
+        if self.native and source in NATIVE_WRITERS:
+            for rel, text in NATIVE_WRITERS[source]([json.loads(line) for line in lines]):
+                path = self.landing / source / f"date={self.clock.folder_date(t).isoformat()}" / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            self.lines[source] = self.lines.get(source, 0) + len(lines)
             return
         self.handle(self.source_path(source, t, name)).write(("\n".join(lines) + "\n").encode())
         self.lines[source] = self.lines.get(source, 0) + len(lines)
@@ -144,3 +155,116 @@ def log_line(clock: Clock, t: int, level: str, thread: str, message: str, *, is_
         logger = LOGGERS.get(thread, "org.apache.rocketmq.client#run:{line}").format(line=line_no or 100)
         return f"{clock.log_local(t, '.')} {level} [{pid}] [{thread}] [{logger}] - {message}"
     return f"{clock.log_local(t, ',')} {level} {thread} - {message}"
+
+
+# --- RocketMQ's own outputs (docs/landing-mqadmin.md) ----------------------------------------------
+# One file per snapshot and group (and client): ``cluster=C/group=G/<UTC stamp>.txt``, the text
+# mqadmin 5.x prints (rocketmq-facts.md §5.2, §6.3) and the fastjson dump of ConsumerRunningInfo
+# (§0, §6.1). The simulator's records carry more than these outputs do (a connection's
+# last_update_timestamp and own subscriptions, last_timestamp's milliseconds); that is dropped.
+
+def _stamp(ts) -> str:
+    if isinstance(ts, int):
+        moment = dt.datetime.fromtimestamp(ts / 1000, tz=dt.timezone.utc)
+    else:
+        moment = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(dt.timezone.utc)
+    return moment.strftime("%Y%m%dT%H%M%S") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _by(records: list[dict], *keys: str) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in records:
+        out.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    return out
+
+
+def consumer_progress_text(records: list[dict]) -> str:
+    """``mqadmin consumerProgress -g G -s true`` as 5.x prints it, rows sorted by MessageQueue."""
+    head = ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP",
+            "#Diff", "#Inflight", "#LastTime")
+    out = ["%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s" % head]
+    diff_total = inflight_total = 0
+    for r in sorted(records, key=lambda r: (r["topic"], r["broker_name"], r["queue_id"])):
+        diff = r["broker_offset"] - r["consumer_offset"]
+        inflight = r.get("pull_offset", 0) - r["consumer_offset"]
+        diff_total += diff
+        inflight_total += inflight
+        last = r.get("last_timestamp") or 0
+        last_text = "N/A" if not last else dt.datetime.fromtimestamp(
+            last / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        out.append("%-64s  %-32s  %-4d  %-20d  %-20d  %-20s %-20d %-20d %s" % (
+            r["topic"], r["broker_name"], r["queue_id"], r["broker_offset"], r["consumer_offset"],
+            r.get("client_ip") or "N/A", diff, inflight, last_text))
+    out += ["", "Consume TPS: 0.00", f"Consume Diff Total: {diff_total}",
+            f"Consume Inflight Total: {inflight_total}"]
+    return "\n".join(out) + "\n"
+
+
+def consumer_connection_text(records: list[dict]) -> str:
+    """``mqadmin consumerConnection -g G -b <broker>`` as it prints it."""
+    first = records[0]
+    out = ["%-36s %-22s %-10s %s" % ("#ClientId", "#ClientAddr", "#Language", "#Version")]
+    out += ["%-36s %-22s %-10s %s" % (r["client_id"], r["client_addr"], r.get("language", "JAVA"),
+                                      r.get("version", "")) for r in records]
+    out += ["", "Below is subscription:", "%-20s %s" % ("#Topic", "#SubExpression")]
+    topics = sorted({s["topic"]: s for r in records for s in r.get("subscriptions") or []}.values(),
+                    key=lambda s: s["topic"])
+    out += ["%-20s %s" % (s["topic"], s.get("sub_string", "*")) for s in topics]
+    out += ["", f"ConsumeType: {first.get('consume_type')}",
+            f"MessageModel: {first.get('message_model')}",
+            f"ConsumeFromWhere: {first.get('consume_from_where')}"]
+    return "\n".join(out) + "\n"
+
+
+def _fj(value) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+_PQ = (("cachedMsgCount", "cached_msg_count"), ("cachedMsgMaxOffset", "cached_msg_max_offset"),
+       ("cachedMsgMinOffset", "cached_msg_min_offset"), ("cachedMsgSizeInMiB", "cached_msg_size_mib"),
+       ("commitOffset", "commit_offset"), ("droped", "dropped"),
+       ("lastConsumeTimestamp", "last_consume_timestamp"), ("lastLockTimestamp", "last_lock_timestamp"),
+       ("lastPullTimestamp", "last_pull_timestamp"), ("locked", "locked"),
+       ("transactionMsgCount", "transaction_msg_count"),
+       ("transactionMsgMaxOffset", "transaction_msg_max_offset"),
+       ("transactionMsgMinOffset", "transaction_msg_min_offset"), ("tryUnlockTimes", "try_unlock_times"))
+_CS = (("consumeFailedMsgs", "consume_failed_msgs"), ("consumeFailedTPS", "consume_failed_tps"),
+       ("consumeOKTPS", "consume_ok_tps"), ("consumeRT", "consume_rt"), ("pullRT", "pull_rt"),
+       ("pullTPS", "pull_tps"))
+
+
+def running_info_fastjson(r: dict) -> str:
+    """A ConsumerRunningInfo as fastjson serialises it: fields sorted, ``mqTable`` keyed by
+    MessageQueue objects, ``droped``."""
+    mq = ",".join(
+        _fj({"brokerName": q["broker_name"], "queueId": q["queue_id"], "topic": q["topic"]}) + ":"
+        + _fj({theirs: q[ours] for theirs, ours in _PQ}) for q in r["mq_table"])
+    subs = [{"classFilterMode": False, "codeSet": [], "expressionType": s.get("expression_type"),
+             "subString": s.get("sub_string"), "subVersion": s.get("sub_version"),
+             "tagsSet": s.get("tags") or [], "topic": s["topic"]} for s in r.get("subscriptions") or []]
+    status = {s["topic"]: {theirs: s[ours] for theirs, ours in _CS} for s in r.get("status_table") or []}
+    return (f'{{"mqPopTable":{{}},"mqTable":{{{mq}}},"properties":{_fj(r["properties"])},'
+            f'"statusTable":{_fj(status)},"subscriptionSet":{_fj(subs)},"userConsumerInfo":{{}}}}')
+
+
+def _offsets_files(records: list[dict]):
+    for (cluster, group), rows in sorted(_by(records, "cluster", "group").items()):
+        yield (f"cluster={cluster}/group={group}/{_stamp(rows[0]['ts'])}.txt",
+               consumer_progress_text(rows))
+
+
+def _connections_files(records: list[dict]):
+    for (cluster, group, broker), rows in sorted(
+            _by(records, "cluster", "group", "broker_name").items(), key=str):
+        yield (f"cluster={cluster}/group={group}/broker_name={broker}/{_stamp(rows[0]['ts'])}.txt",
+               consumer_connection_text(rows))
+
+
+def _running_info_files(records: list[dict]):
+    for r in records:
+        yield (f"cluster={r['cluster']}/group={r['group']}/client={r['client_id']}/{_stamp(r['ts'])}.json",
+               running_info_fastjson(r) + "\n")
+
+
+NATIVE_WRITERS = {"offsets": _offsets_files, "connections": _connections_files,
+                  "running_info": _running_info_files}

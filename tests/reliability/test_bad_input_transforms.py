@@ -1,6 +1,8 @@
 """Where Sail and classic Spark read bad input differently, and the portable way each is pinned.
 
-Each test runs on both engines with the same expectation. The engine behaviour it guards against:
+The landing data source reads and parses every line in Python (``jobs.ingest.json_lines``), so
+neither engine's readers decide any more; these tests pin the rules it keeps for what the engines
+read differently:
 - trailing text after a JSON object (two records glued, NUL padding): Spark's ``from_json`` reads
   the first object and ignores the rest, Sail's gives null;
 - single quotes and ``NaN``: Spark accepts them by default, Sail does not;
@@ -8,7 +10,8 @@ Each test runs on both engines with the same expectation. The engine behaviour i
 - a UTF-8 byte-order mark: Spark's text reader drops it at the start of a file, Sail's keeps it;
 - invalid UTF-8: Spark's text reader puts U+FFFD in, Sail's fails the whole file;
 - a truncated gzip fails the read on both.
-The file-level parts (``jobs.ingest.file_integrity``) are plain Python and tested here too.
+The Spark-level tests run on both engines with the same expectation; the file-level parts
+(``jobs.ingest.file_integrity``) are plain Python and tested here too.
 """
 
 from __future__ import annotations
@@ -24,23 +27,17 @@ from jobs.ingest.file_integrity import (
     BINARY_DATA,
     INVALID_UTF8,
     TRUNCATED_GZIP,
+    decode_block,
     decoded_lines,
-    readable_as_text,
     split_lines,
 )
-from jobs.ingest.json_records import parse_json_object, parse_json_record
-from jobs.ingest.landing_files import clean_line, line_defect, list_landing_files, read_lines
+from jobs.ingest.json_lines import RecordReader, load_object
+from jobs.ingest.landing_files import line_defect, list_landing_files, read_lines
 from schemas.landing import OFFSETS, RUNNING_INFO
 
 D = dt.date(2025, 11, 21)
 RECORD = ('{"ts":1763719200000,"cluster":"rmq-prod","group":"GID_orders","topic":"orders",'
           '"broker_name":"broker-a","queue_id":0,"broker_offset":1000,"consumer_offset":990}')
-
-
-def one_column(spark, values, column_fn, ddl="line string"):
-    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], f"i int, {ddl}")
-    return [r.out for r in df.select("i", column_fn(F.col("line")).alias("out"))
-            .orderBy("i").collect()]
 
 
 @pytest.mark.parametrize("line", [
@@ -53,31 +50,31 @@ def one_column(spark, values, column_fn, ddl="line string"):
     "[" + RECORD + "]",
     "1", "null", '"text"', "",
 ])
-def test_anything_but_exactly_one_json_object_is_no_record(spark, line):
-    assert one_column(spark, [line], parse_json_object) == [None]
+def test_anything_but_exactly_one_json_object_is_no_record(line):
+    assert load_object(line) is None
 
 
-def test_one_json_object_with_blanks_around_is_a_record(spark):
-    (parsed,) = one_column(spark, ["  " + RECORD + " \t"], parse_json_object)
-    assert (parsed["queue_id"], parsed["broker_offset"]) == ("0", "1000")
+def test_one_json_object_with_blanks_around_is_a_record():
+    parsed = load_object("  " + RECORD + " \t")
+    assert (parsed["queue_id"], parsed["broker_offset"]) == (0, 1000)
 
 
-def test_an_int_beyond_32_bits_is_null_not_wrapped(spark):
+def test_an_int_beyond_32_bits_is_null_not_wrapped():
     line = RECORD.replace('"queue_id":0', '"queue_id":9999999999')
-    (rec,) = one_column(spark, [line], lambda c: parse_json_record(c, OFFSETS))
-    assert (rec.queue_id, rec.broker_offset) == (None, 1000)
+    rec, _ts, _extra, reason = RecordReader(OFFSETS).read(line)
+    assert (rec["queue_id"], rec["broker_offset"], reason) == (None, 1000, "wrong_type: queue_id")
 
 
-def test_an_int_beyond_32_bits_inside_mq_table_nulls_only_that_field(spark):
+def test_an_int_beyond_32_bits_inside_mq_table_nulls_only_that_field():
     line = json.dumps({"mq_table": [{"topic": "t", "queue_id": 9999999999, "commit_offset": 5},
                                     {"topic": "t", "queue_id": 1, "commit_offset": 6}]})
-    (rec,) = one_column(spark, [line], lambda c: parse_json_record(c, RUNNING_INFO))
-    assert [(q.queue_id, q.commit_offset) for q in rec.mq_table] == [(None, 5), (1, 6)]
+    rec, *_ = RecordReader(RUNNING_INFO).read(line)
+    assert [(q["queue_id"], q["commit_offset"]) for q in rec["mq_table"]] == [(None, 5), (1, 6)]
 
 
-def test_clean_line_drops_a_byte_order_mark_and_a_trailing_cr(spark):
-    assert one_column(spark, ["\ufeff{}\r", "{}", "a\ufeffb"], clean_line) == ["{}", "{}",
-                                                                               "a\ufeffb"]
+def test_a_byte_order_mark_is_dropped_at_the_start_of_a_line_only():
+    lines = [b"\xef\xbb\xbf{}", b"{}", "a\ufeffb".encode()]
+    assert decode_block(lines) == (["{}", "{}", "a\ufeffb"], [None, None, None])
 
 
 @pytest.mark.parametrize("line, expected", [
@@ -107,7 +104,7 @@ def write(path, data: bytes):
 
 
 def test_invalid_utf8_and_a_truncated_gzip_read_the_same_on_both_engines(spark, tmp_path):
-    """Without the decoded copy, Sail fails on the first file and both fail on the second."""
+    """Read by the engines' text readers, Sail failed on the first file and both on the second."""
     day = tmp_path / "landing" / "offsets" / "date=2025-11-21"
     write(day / "a.jsonl", b'{"a":"caf\xe9"}\r\n{"b":1}\rlast')
     full = gzip.compress(b"".join(b'{"i":%d}\n' % i for i in range(200)), mtime=0)
@@ -135,21 +132,21 @@ def test_split_lines_splits_like_the_text_readers_across_chunk_boundaries():
     assert list(split_lines(iter([b""]))) == []
 
 
-def test_a_clean_file_is_read_by_the_engine_itself(tmp_path):
+def test_a_clean_file_and_concatenated_gzip_members_decode_without_defects(tmp_path):
     plain = write(tmp_path / "a.jsonl", "{\"g\":\"订单\"}\n".encode())
     members = write(tmp_path / "b.jsonl.gz", gzip.compress(b"1\n") + gzip.compress(b"2\n"))
-    assert readable_as_text(plain) and readable_as_text(members)
+    assert list(decoded_lines(plain)) == [(1, '{"g":"订单"}', None)]
     assert list(decoded_lines(members)) == [(1, "1", None), (2, "2", None)]
 
 
 def test_a_utf8_sequence_split_across_chunks_is_still_valid(tmp_path, monkeypatch):
     monkeypatch.setattr("jobs.ingest.file_integrity.CHUNK_BYTES", 3)
-    assert readable_as_text(write(tmp_path / "a.jsonl", "ab订单\n".encode()))
+    assert list(decoded_lines(write(tmp_path / "a.jsonl", "ab订单\n".encode()))) == [
+        (1, "ab订单", None)]
 
 
 def test_binary_and_invalid_utf8_lines_are_told_apart(tmp_path):
     path = write(tmp_path / "a.log", b"ok\n\xff\xfe text\n\x00\x01\xff\n")
-    assert not readable_as_text(path)
     assert list(decoded_lines(path)) == [(1, "ok", None), (2, "\\xff\\xfe text", INVALID_UTF8),
                                          (3, "\x00\x01\\xff", BINARY_DATA)]
 
