@@ -4,6 +4,7 @@ on the test engine; and the sample day, where no producer finding fires."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from jobs.pipeline import incident_frames
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
 from schemas.lake_comments import column_comment
+from tests.conftest import run_cli
 from tests.gold.conftest import DAY, run_layers
 
 HOT_QUEUE_DAY = Path(__file__).parent / "scenarios" / "hot-queue.toml"
@@ -84,3 +86,18 @@ def _queue(gold):
 def _minutes(gold):
     [hot] = gold["producer_findings"].collect()
     return round(hot.minutes, 1)
+
+
+@pytest.mark.delta
+def test_the_sample_day_has_queue_load_and_no_producer_finding(sample_lake):
+    """The sample's hash-keyed topic is only mildly skewed: nothing fires, no status changes."""
+    def count(sql):
+        [line] = run_cli("sql", sql, "--lake", str(sample_lake), "--format", "json").stdout.splitlines()
+        return json.loads(line)["n"]
+
+    assert count("SELECT count(*) AS n FROM gold.queue_load") > 0
+    assert count("SELECT count(*) AS n FROM gold.producer_findings") == 0
+    assert count("SELECT count(*) AS n FROM gold.incidents WHERE kind = 'PRODUCER'") == 0
+    findings = "SELECT count(*) AS n FROM gold.group_health WHERE array_join(findings, '|') LIKE "
+    assert count(findings + "'%producer %'") == 0
+    assert count(findings + "'%stuck %'") > 0  # the query does read the findings (the slow message)
