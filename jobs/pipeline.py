@@ -161,6 +161,9 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     orphaned_rows = stage(explain_orphan_episodes(
         orphaned, queue_state, silver["member_context"], group_context,
         bronze["client_log_events"], orphan_rules(settings)), "gold.orphaned_queues.rows")
+    # from the broker offsets already in silver: no new pass over the landing (DESIGN.md §5.2);
+    # read by strategy_whatif and written as gold.queue_load
+    queue_load = stage(build_queue_load(silver["queue_offsets"]), "gold.queue_load.rows")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
@@ -175,9 +178,9 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             bronze["running_info"],
             RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds), stage),
         "strategy_whatif": build_strategy_whatif(
-            silver["queue_offsets"], silver["member_context"], silver["group_members"], stage),
-        # from the broker offsets already in silver: no new pass over the landing (DESIGN.md §5.2)
-        "queue_load": build_queue_load(silver["queue_offsets"]),
+            silver["queue_offsets"], silver["member_context"], silver["group_members"], stage,
+            queue_load),
+        "queue_load": queue_load,
         "producer_findings": build_producer_findings(silver["queue_offsets"],
                                                      producer_rules(settings)),
     }

@@ -226,6 +226,7 @@ TABLES: dict[str, dict[str, str]] = {
         "max_queues_per_client": "most queues one subscribing client held",
         "min_queues_per_client": "fewest queues one subscribing client held",
         "orphaned_queue_minutes": "sum of unallocated queues x state minutes",
+        "max_client_load_share": "busiest client share of the topic messages of the day (gold.queue_load)",
     },
     "gold.queue_load": {
         "_table": "messages in per topic queue and UTC hour, from broker offsets (DESIGN.md 5.2)",

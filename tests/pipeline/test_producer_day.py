@@ -101,3 +101,16 @@ def test_the_sample_day_has_queue_load_and_no_producer_finding(sample_lake):
     findings = "SELECT count(*) AS n FROM gold.group_health WHERE array_join(findings, '|') LIKE "
     assert count(findings + "'%producer %'") == 0
     assert count(findings + "'%stuck %'") > 0  # the query does read the findings (the slow message)
+
+
+def test_whatif_load_share_is_carried_by_whoever_owns_the_hot_queue(hot_day):
+    load = hot_day["queue_load"].where("topic = 'orders-hot'").groupBy("broker_name", "queue_id").sum(
+        "messages_in").collect()
+    hot_day_share = max(r["sum(messages_in)"] for r in load) / sum(r["sum(messages_in)"] for r in load)
+    rows = hot_day["strategy_whatif"].where("topic = 'orders-hot'").collect()
+    shares = {(r.group, r.strategy): r.max_client_load_share for r in rows}
+    assert {s for g, s in shares} == {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"}
+    for strategy in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
+        assert shares[("GID_hot_billing", strategy)] == pytest.approx(1.0)  # its only client has it all
+        # two clients: the hot queue's owner carries at least that queue, whichever strategy
+        assert hot_day_share - 1e-9 <= shares[("GID_hot_orders", strategy)] < 1.0
