@@ -29,8 +29,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
-from jobs.rules.episodes import minutes_between, with_episode_id
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
+from jobs.rules.episodes import minutes_between, with_episode_id
 
 FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
                    "minutes", "share", "even_share", "groups", "evidence", "severity"]
