@@ -24,6 +24,8 @@ from jobs.gold.group_health import build_group_health
 from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
 from jobs.gold.incidents import build_incidents
 from jobs.gold.orphaned_queues import OrphanRules, explain_orphan_episodes, orphaned_snapshots_of_day
+from jobs.gold.producer_findings import build_producer_findings, producer_rules
+from jobs.gold.queue_load import build_queue_load
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
@@ -159,6 +161,9 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     orphaned_rows = stage(explain_orphan_episodes(
         orphaned, queue_state, silver["member_context"], group_context,
         bronze["client_log_events"], orphan_rules(settings)), "gold.orphaned_queues.rows")
+    # from the broker offsets already in silver: no new pass over the landing (DESIGN.md §5.2);
+    # read by strategy_whatif and written as gold.queue_load
+    queue_load = stage(build_queue_load(silver["queue_offsets"]), "gold.queue_load.rows")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
@@ -173,7 +178,11 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             bronze["running_info"],
             RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds), stage),
         "strategy_whatif": build_strategy_whatif(
-            silver["queue_offsets"], silver["member_context"], silver["group_members"], stage),
+            silver["queue_offsets"], silver["member_context"], silver["group_members"], stage,
+            queue_load),
+        "queue_load": queue_load,
+        "producer_findings": build_producer_findings(silver["queue_offsets"],
+                                                     producer_rules(settings)),
     }
     return gold
 
@@ -184,7 +193,8 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
     return {"group_health": build_group_health(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count,
-        abandoned_df=abandoned_groups(silver["queue_state"], silver["group_members"]))}
+        abandoned_df=abandoned_groups(silver["queue_state"], silver["group_members"]),
+        producer_df=gold["producer_findings"])}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
@@ -192,7 +202,8 @@ def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
     """gold.incidents, from the day's gold finding tables and the stored day before."""
     return {"incidents": build_incidents(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
-        gold["rebalance_events"], previous, settings.severity.rebalance_warn_count)}
+        gold["rebalance_events"], previous, settings.severity.rebalance_warn_count,
+        producer_df=gold["producer_findings"])}
 
 
 def previous_incidents(spark: SparkSession, lake_dir: str | Path,

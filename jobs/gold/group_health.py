@@ -9,6 +9,9 @@ gold.rebalance_events, both WARN:
 - churn: ``rebalance_warn_count`` or more rebalance events in the day.
 Other rebalance events are INFO. An abandoned group (``jobs.rules.abandoned``: nobody connected
 all day, nothing produced, an old backlog) gets one INFO note instead of per-queue findings.
+Producer findings (gold.producer_findings, DESIGN.md §5.2) are listed for every group in their
+``groups`` (the groups consuming the topic), with their own severity: only a WARN one (a hot queue
+whose owner falls behind, a broker starved for ``starved_warn_minutes``) raises the status.
 Every group seen in silver.queue_offsets that day has a row.
 
 ``findings``: one short string per (kind, severity, topic, root cause), most severe first, at
@@ -73,6 +76,16 @@ def _abandoned_findings(abandoned_df: DataFrame) -> DataFrame:
         F.lit(" queues")).alias("text"))
 
 
+def _producer_findings(producer_df: DataFrame) -> DataFrame:
+    """``<SEVERITY> producer <FINDING> <topic>[ <broker>[/<queue>]] (<m> min)``, per consuming group."""
+    where = F.concat_ws("/", F.col("broker_name"), F.col("queue_id").cast("string"))
+    text = F.concat(F.col("severity"), F.lit(" producer "), F.col("finding"), F.lit(" "), F.col("topic"),
+                    F.when(where != "", F.concat(F.lit(" "), where)).otherwise(F.lit("")),
+                    F.lit(" ("), F.round("minutes", 1).cast("string"), F.lit(" min)"))
+    return producer_df.select("cluster", F.explode("groups").alias("group"), "date",
+                              _rank(F.col("severity")).alias("rank"), text.alias("text"))
+
+
 def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
     return df.groupBy(*DAY_KEY).agg(
         F.count_distinct("topic", "broker_name", "queue_id").alias(name))
@@ -81,16 +94,19 @@ def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
 def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
                        rebalance_events_df: DataFrame, queue_offsets_df: DataFrame,
                        rebalance_warn_count: int, max_findings: int = 10,
-                       abandoned_df: DataFrame | None = None) -> DataFrame:
+                       abandoned_df: DataFrame | None = None,
+                       producer_df: DataFrame | None = None) -> DataFrame:
     """The gold finding tables (DESIGN.md §4 columns; only keys, ``severity``, ``root_cause``,
     minutes and the rebalance columns are read) and silver.queue_offsets in, gold.group_health
-    out."""
+    out; ``producer_df``: gold.producer_findings."""
     findings = (_queue_findings(orphaned_df, "orphaned", "orphaned_minutes")
                 .unionByName(_queue_findings(double_owned_df, "double-owned", "minutes"))
                 .unionByName(_queue_findings(stuck_df, "stuck", "stuck_minutes"))
                 .unionByName(_rebalance_findings(rebalance_events_df, rebalance_warn_count)))
     if abandoned_df is not None:
         findings = findings.unionByName(_abandoned_findings(abandoned_df))
+    if producer_df is not None:
+        findings = findings.unionByName(_producer_findings(producer_df))
     listed = findings.groupBy(*DAY_KEY).agg(
         F.max("rank").alias("_rank"),
         F.transform(F.array_sort(F.collect_list(F.struct((-F.col("rank")).alias("k"), "text"))),

@@ -7,14 +7,18 @@ on-call engineer fixes once, whatever the number of queues:
 - ``REBALANCE``: the two gold.rebalance_events findings gold.group_health counts as WARN
   (``SUBSCRIPTION_FLAPPING`` rows, and ``CHURN`` from ``rebalance_warn_count`` events a day), so
   every WARN/CRITICAL group status has an incident that explains it. Single INFO rebalances are
-  normal operation and stay in gold.rebalance_events.
+  normal operation and stay in gold.rebalance_events;
+- ``PRODUCER``: the rows of gold.producer_findings (DESIGN.md §5.2), one per group of their
+  ``groups`` (the groups consuming the topic), ``cause`` = the finding; ``queues`` holds
+  ``topic/broker_name/queue_id`` for HOT_QUEUE, ``topic/broker_name`` for BROKER_STARVED and
+  ``topic`` for QUEUE_COUNT_SKEW (the columns the finding leaves null are left out).
 
 ``severity`` is the highest of the rows; ``first_seen``/``last_seen`` (UTC) span them; ``queues``
 lists ``topic/broker_name/queue_id`` sorted; ``evidence`` is the most severe, longest row's
 sentence (with how many more queues share it); ``remediation`` says what to change, from
 RocketMQ's mechanics (``REMEDIATION``: rocketmq-facts.md §1 strategies, §2.2 cidAll, §3 client
-ids and the 4.9.0 fix, §4 subscriptions and heartbeats, §5.3 the expired-message cleaner, §10 a
-master down; DESIGN.md §5.3).
+ids and the 4.9.0 fix, §4 subscriptions and heartbeats, §5.3 the expired-message cleaner, §7
+producers' queue selection, §10 a master down; DESIGN.md §5.2, §5.3).
 
 ``open_since_day``: the previous day's incident with the same key carries its own
 ``open_since_day`` forward; without one (no row, or that day not in the lake) the incident is new
@@ -33,7 +37,7 @@ COLUMNS = ["cluster", "group", "kind", "cause", "severity", "first_seen", "last_
 SCHEMA = ("cluster string, group string, kind string, cause string, severity string, "
           "first_seen timestamp, last_seen timestamp, queues array<string>, evidence string, "
           "remediation string, open_since_day date, date date")
-KINDS = ("ORPHANED", "DOUBLE_OWNED", "STUCK", "REBALANCE")
+KINDS = ("ORPHANED", "DOUBLE_OWNED", "STUCK", "REBALANCE", "PRODUCER")
 SEVERITY_RANKS = {"INFO": 1, "WARN": 2, "CRITICAL": 3}
 
 _FROM_ORPHANED = ("see this group's ORPHANED incident with the same cause for the fix; "
@@ -104,6 +108,31 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "Many rebalances in one day: each member joining, leaving or expiring rebalances the "
         "whole group. Look for restarting or crashing consumers and lost heartbeats; deploy with "
         "clean shutdown()."),
+    ("PRODUCER", "HOT_QUEUE"): (
+        "Producers choose this queue for several times its share of the topic's messages: with "
+        "SelectMessageQueueByHash (or any selector on a key) a message goes to |key.hashCode() % "
+        "queues|, so a few busy keys make one hot queue. The key distribution, not the consumer, is "
+        "the cause: one queue has one owner in the group, so more or faster consumers do not "
+        "help. Select on a key with many evenly used values (an order or entity id rather than a "
+        "tenant or type), or send without a selector where per-key order is not needed. More "
+        "write queues spread distinct keys over more queues but a single hot key stays on one "
+        "queue, and changing the queue count moves keys to other queues (order is not kept "
+        "across the change)."),
+    ("PRODUCER", "BROKER_STARVED"): (
+        "Producers stopped writing to this broker while the topic's other brokers took its share: "
+        "either its write permission is off (route perm without the write bit, e.g. left from "
+        "maintenance: set brokerPermission back to 6 and check with mqadmin topicRoute), or "
+        "producers with sendLatencyFaultEnable shun it after failed or slow sends (up to 10 min "
+        "on 4.9.x, 30 s from 5.1.4): look at the broker's send latency, disk and page cache "
+        "(broker busy / PCBUSY_CLEAN_QUEUE) in that window. Nothing is lost and consumers are not "
+        "at fault; orderly senders with a selector are not moved by latency-fault avoidance."),
+    ("PRODUCER", "QUEUE_COUNT_SKEW"): (
+        "The brokers of this topic expose different queue counts; round robin gives every write "
+        "queue the same share, so the broker with more queues takes more messages and its "
+        "consumers more work. Align writeQueueNums and readQueueNums across the brokers (mqadmin "
+        "updateTopic -t TOPIC -c CLUSTER -w N -r N sets every broker of the cluster alike); "
+        "raise read queues no later than write queues, and lower write queues first, so no "
+        "queue holds messages no consumer reads."),
     (None, "UNKNOWN"): (
         "The data does not say why: check the group's clients with mqadmin consumerStatus -g "
         "GROUP and consumerConnection -g GROUP (ids, subscriptions, strategies)."),
@@ -158,16 +187,26 @@ def _rebalance_rows(events_df: DataFrame, rebalance_warn_count: int) -> DataFram
     return flapping.unionByName(churn)
 
 
+def _producer_rows(producer_df: DataFrame) -> DataFrame:
+    return producer_df.select(
+        "cluster", F.explode("groups").alias("group"), F.lit("PRODUCER").alias("kind"),
+        F.col("finding").alias("cause"), "severity", "first_seen", "last_seen",
+        F.concat_ws("/", "topic", "broker_name", F.col("queue_id").cast("string")).alias("queue"),
+        F.col("minutes").cast("double").alias("minutes"), "evidence", "date")
+
+
 def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
                     rebalance_events_df: DataFrame, previous_df: DataFrame,
-                    rebalance_warn_count: int) -> DataFrame:
-    """The day's gold finding tables (DESIGN.md §4 columns) and the stored incidents of the day
-    before (``previous_df``, gold.incidents columns; rows of other days are ignored) in,
-    gold.incidents of the day out."""
+                    rebalance_warn_count: int, producer_df: DataFrame | None = None) -> DataFrame:
+    """The day's gold finding tables (DESIGN.md §4 columns; ``producer_df``: gold.producer_findings)
+    and the stored incidents of the day before (``previous_df``, gold.incidents columns; rows of
+    other days are ignored) in, gold.incidents of the day out."""
     rows = (_queue_rows(orphaned_df, "ORPHANED", "first_seen", "orphaned_minutes")
             .unionByName(_queue_rows(double_owned_df, "DOUBLE_OWNED", "first_seen", "minutes"))
             .unionByName(_queue_rows(stuck_df, "STUCK", "stuck_since", "stuck_minutes"))
             .unionByName(_rebalance_rows(rebalance_events_df, rebalance_warn_count)))
+    if producer_df is not None:
+        rows = rows.unionByName(_producer_rows(producer_df))
     # the sentence of the most severe, then longest row (sort key negated: ascending sort)
     ranked = F.struct((-_rank(F.col("severity"))).alias("r"), (-F.col("minutes")).alias("m"),
                       F.col("evidence").alias("e"))

@@ -16,7 +16,12 @@ subscribe the topic never runs its allocation, so the queues handed to it stay u
 - ``max_queues_per_client`` / ``min_queues_per_client``: over all states, the most and fewest
   queues a subscribing client is given;
 - ``orphaned_queue_minutes``: Σ over states of queues nobody consumes × the state's minutes
-  (from its first snapshot to the next state's, the last state to its last snapshot).
+  (from its first snapshot to the next state's, the last state to its last snapshot);
+- ``max_client_load_share`` (DESIGN.md §5.2): the busiest client's share of the topic's messages
+  of the day (gold.queue_load) under that strategy. A client's messages are, per state, those of
+  the queues it is given, each queue's day total weighted by the state's part of the day's state
+  minutes: exact when a queue's traffic is steady over the day, and a hot queue (a producer's
+  key skew) weighs on whoever owns it whatever the strategy. Null when the topic got no message.
 Snapshots without a live member are left out: no strategy changes anything there.
 """
 
@@ -30,7 +35,8 @@ from jobs.replay.spark_replay import broker_deploy_in, consumer_deploy_in, repla
 from jobs.rules.models import excluded_groups
 
 COLUMNS = ["topic", "strategy", "rebalances", "queues_moved", "max_queues_per_client",
-           "min_queues_per_client", "orphaned_queue_minutes", "cluster", "group", "date"]
+           "min_queues_per_client", "orphaned_queue_minutes", "max_client_load_share", "cluster",
+           "group", "date"]
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 NEARBY = "MACHINE_ROOM_NEARBY-AVG"
 VIRTUAL_NODES = 10
@@ -188,11 +194,39 @@ def replay_states(states_df: DataFrame) -> DataFrame:
                     .alias("allocated")))
 
 
+def max_client_load_shares(allocations_df: DataFrame, states_df: DataFrame,
+                           queue_load_df: DataFrame) -> DataFrame:
+    """``cluster, group, topic, strategy, max_client_load_share`` (module docstring)."""
+    queue = ["cluster", "topic", "broker_name", "queue_id"]
+    day_messages = queue_load_df.groupBy(*queue).agg(F.sum("messages_in").alias("_messages"))
+    topic_messages = day_messages.groupBy("cluster", "topic").agg(F.sum("_messages").alias("_topic"))
+    total = F.sum("minutes").over(Window.partitionBy(*TOPIC_KEY))
+    weights = states_df.select(*RUN_KEY, F.when(total > 0, F.col("minutes") / total)
+                               .otherwise(F.lit(1.0) / F.count(F.lit(1)).over(Window.partitionBy(*TOPIC_KEY)))
+                               .alias("_weight"))
+    run_strategy = [*RUN_KEY, "strategy"]
+    per_run = (allocations_df
+               .select(*run_strategy, "current_cid", F.explode("allocated").alias("_q"))
+               .select(*run_strategy, "current_cid", F.col("_q.broker_name").alias("broker_name"),
+                       F.col("_q.queue_id").alias("queue_id"))
+               .join(day_messages, on=queue, how="inner")
+               .groupBy(*run_strategy, "current_cid").agg(F.sum("_messages").alias("_messages")))
+    per_client = (per_run.join(weights, on=RUN_KEY, how="inner")
+                  .groupBy(*TOPIC_KEY, "strategy", "current_cid")
+                  .agg(F.sum(F.col("_messages") * F.col("_weight")).alias("_messages")))
+    return (per_client.join(topic_messages, on=["cluster", "topic"], how="inner")
+            .groupBy(*TOPIC_KEY, "strategy")
+            .agg(F.max(F.when(F.col("_topic") > 0, F.col("_messages") / F.col("_topic")))
+                 .cast("double").alias("max_client_load_share")))
+
+
 def build_strategy_whatif(queue_offsets_df: DataFrame, member_context_df: DataFrame,
                           members_df: DataFrame | None = None,
-                          stage: Stage = no_staging) -> DataFrame:
+                          stage: Stage = no_staging,
+                          queue_load_df: DataFrame | None = None) -> DataFrame:
     """silver.queue_offsets + silver.member_context (+ group_members to leave out broadcasting
-    and pop groups, which own no queue exclusively) in, gold.strategy_whatif out.
+    and pop groups, which own no queue exclusively; + gold.queue_load for
+    ``max_client_load_share``, null without it) in, gold.strategy_whatif out.
 
     ``stage(df, name)`` stores the intermediates read several times (states, allocations):
     Sail recomputes a frame for every reference."""
@@ -234,14 +268,20 @@ def build_strategy_whatif(queue_offsets_df: DataFrame, member_context_df: DataFr
     dates = states.groupBy(*TOPIC_KEY).agg(day.alias("date"))
     moved = transitions.groupBy(*TOPIC_KEY, "strategy").agg(
         F.count(F.lit(1)).alias("rebalances"), F.sum("_moved").alias("queues_moved"))
+    if queue_load_df is not None:
+        load = max_client_load_shares(allocations, states, queue_load_df)
+    else:
+        load = allocations.select(*TOPIC_KEY, "strategy",
+                                  F.lit(None).cast("double").alias("max_client_load_share")).limit(0)
     return (per_run.groupBy(*TOPIC_KEY, "strategy").agg(
                 F.max("_max").cast("int").alias("max_queues_per_client"),
                 F.min("_min").cast("int").alias("min_queues_per_client"),
                 F.round(F.sum("_orphan_minutes"), 3).alias("orphaned_queue_minutes"))
             .join(moved, on=[*TOPIC_KEY, "strategy"], how="left")
+            .join(load, on=[*TOPIC_KEY, "strategy"], how="left")
             .join(dates, on=TOPIC_KEY, how="inner")
             .select("topic", "strategy",
                     F.coalesce("rebalances", F.lit(0)).cast("int").alias("rebalances"),
                     F.coalesce("queues_moved", F.lit(0)).cast("long").alias("queues_moved"),
                     "max_queues_per_client", "min_queues_per_client", "orphaned_queue_minutes",
-                    "cluster", "group", "date"))
+                    "max_client_load_share", "cluster", "group", "date"))

@@ -245,7 +245,9 @@ MEMBERS = ("cluster string, group string, ts timestamp, client_id string, proces
            "topics array<string>, strategy string, date date")
 WHATIF = ("topic string, strategy string, rebalances int, queues_moved long, "
           "max_queues_per_client int, min_queues_per_client int, orphaned_queue_minutes double, "
-          "cluster string, group string, date date")
+          "max_client_load_share double, cluster string, group string, date date")
+QUEUE_LOAD = ("date date, cluster string, topic string, broker_name string, queue_id int, hour int, "
+              "messages_in long, share double")
 
 
 def test_whatif_replays_machine_room_nearby_when_rooms_are_known(spark):
@@ -265,10 +267,18 @@ def test_whatif_replays_machine_room_nearby_when_rooms_are_known(spark):
     actual = (build_strategy_whatif(offsets, members)
               .where(F.col("strategy").isin("AVG", "MACHINE_ROOM_NEARBY-AVG")))
     expected_df = spark.createDataFrame([
-        ("t", "AVG", 1, 1, 2, 1, 0.0, "c1", "g", DAY),
-        ("t", "MACHINE_ROOM_NEARBY-AVG", 1, 2, 2, 1, 0.0, "c1", "g", DAY),
+        ("t", "AVG", 1, 1, 2, 1, 0.0, None, "c1", "g", DAY),
+        ("t", "MACHINE_ROOM_NEARBY-AVG", 1, 2, 2, 1, 0.0, None, "c1", "g", DAY),
     ], WHATIF)
     assert_frames(actual, expected_df)
+    # with the day's load (a0 60, a1 20, b0 10, b1 10 messages), the busiest client is c1: under
+    # AVG it keeps a0-a1 in both states (80 %); under NEARBY it has a0 (60 %), then a0 and b0
+    # (70 %), each state one minute of the two: 65 %
+    load = spark.createDataFrame(
+        [(DAY, "c1", "t", b, q, 10, n, None) for (b, q), n in zip(queues, (60, 20, 10, 10))], QUEUE_LOAD)
+    shares = {r.strategy: r.max_client_load_share
+              for r in build_strategy_whatif(offsets, members, queue_load_df=load).collect()}
+    assert shares["AVG"] == pytest.approx(0.8) and shares["MACHINE_ROOM_NEARBY-AVG"] == pytest.approx(0.65)
 
 
 def test_whatif_has_no_nearby_row_without_rooms(spark):
