@@ -25,7 +25,8 @@ stuck. Root cause, first that holds:
 Fields: ``blocking_offset`` = the pinned offset (SLOW_MESSAGE only); ``in_flight_span`` = the
 largest ``cached_msg_max_offset − cached_msg_min_offset`` in the episode's running info;
 ``flow_controlled`` = that span reached the client's ``consumeConcurrentlyMaxSpan`` (its
-properties, else the RocketMQ default) or a flow-control log line names the queue at the pinned
+properties, else the RocketMQ default; concurrent consumers only, never an orderly one) or a
+flow-control log line names the queue at the pinned
 ``minOffset`` — the client stopped pulling it (facts §5.3); ``redelivery_risk`` = messages after
 the pinned one already consumed (``max − min + 1 − cached_msg_count`` at a pinned snapshot), which
 are delivered again if the queue moves to another client or the client restarts, since the broker
