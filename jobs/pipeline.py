@@ -33,6 +33,7 @@ from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
+from jobs.rules.models import consumer_models
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.consume_status import build_consume_status
@@ -151,10 +152,13 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     abandoned = stage(abandoned_groups(silver["queue_state"], silver["group_members"]),
                       "gold.abandoned_groups")
     queue_state = without_abandoned(silver["queue_state"], abandoned)
-    orphaned = stage(orphaned_snapshots_of_day(queue_state, group_context,
-                                               silver["group_members"], orphan_rules(settings)),
+    # broadcasting, pop and pull groups, from every source that tells (DESIGN.md §5.1)
+    models = stage(consumer_models(silver["group_members"], silver["client_config"],
+                                   silver["process_queues"]), "gold.consumer_models")
+    orphaned = stage(orphaned_snapshots_of_day(queue_state, group_context, models,
+                                               orphan_rules(settings)),
                      "gold.orphaned_queues.snapshots")
-    stuck = stage(lasting_stuck_episodes(queue_state, stuck_rules(settings)),
+    stuck = stage(lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
                   "gold.stuck_queues.episodes")
     d = settings.detection
     # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
@@ -168,7 +172,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
             queue_state, group_context, silver["group_members"],
-            orphan_rules(settings)),
+            orphan_rules(settings), models_df=models),
         "stuck_queues": explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
@@ -176,9 +180,10 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
-            RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds), stage),
+            RebalanceRules(d.max_snapshot_gap_seconds, d.heartbeat_interval_seconds), stage,
+            models_df=models),
         "strategy_whatif": build_strategy_whatif(
-            silver["queue_offsets"], silver["member_context"], silver["group_members"], stage,
+            silver["queue_offsets"], silver["member_context"], models, stage,
             queue_load),
         "queue_load": queue_load,
         "producer_findings": build_producer_findings(silver["queue_offsets"],

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
 from jobs.rules.episodes import minutes_between, number_episodes, with_previous_snapshot
-from jobs.rules.models import excluded_groups
+from jobs.rules.models import ownership_unknown_groups
 from jobs.rules.restarts import superseded_ids
 from jobs.rules.severity import at_most_info, severity
 from jobs.rules.thresholds import OwnershipRules
@@ -55,13 +55,17 @@ def restart_overlaps(episodes_df: DataFrame, superseded_df: DataFrame) -> DataFr
 
 
 def build_double_owned_queues(queue_state_df: DataFrame, group_context_df: DataFrame,
-                              members_df: DataFrame, rules: OwnershipRules) -> DataFrame:
+                              members_df: DataFrame, rules: OwnershipRules, *,
+                              models_df: DataFrame) -> DataFrame:
+    """``models_df``: ``jobs.rules.models.consumer_models``. Broadcasting groups (every client
+    takes every queue, two JVMs on a host share ``IP@DEFAULT``), pop groups and pull groups
+    whose members report no mq_table are no candidates (DESIGN.md §5.1)."""
     # only the multi-owner rows (a tiny share of the day) meet the group's context: joining it
     # to every row and numbering episodes over all of them was most of the step's time on Sail
     doubled = ((F.col("owner_count") >= 2) & (F.col("queue_id") >= 0)
                & ~F.coalesce(F.col("owned_by_ip_only"), F.lit(False)))
     candidates = (with_previous_snapshot(queue_state_df, QUEUE_KEY, doubled, carry=("owners",))
-                  .join(excluded_groups(members_df).withColumn("_excluded", F.lit(True)),
+                  .join(ownership_unknown_groups(models_df).withColumn("_excluded", F.lit(True)),
                         on=["cluster", "group"], how="left"))
     included = F.col("_excluded").isNull()
     flagged = (number_episodes(candidates, QUEUE_KEY, included,

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
 from jobs.rules.episodes import interval_start, minutes_between, number_episodes, with_previous_snapshot
 from jobs.rules.evidence import offset_advanced
-from jobs.rules.models import excluded_groups
+from jobs.rules.models import ownership_unknown_groups
 from jobs.rules.severity import at_most_info, severity
 from jobs.rules.subscription import subscribes
 from jobs.rules.thresholds import OwnershipRules
@@ -234,12 +234,14 @@ def with_would_be_owner(episodes_df: DataFrame, queue_state_df: DataFrame,
 
 
 def orphaned_snapshots_of_day(queue_state_df: DataFrame, group_context_df: DataFrame,
-                              members_df: DataFrame, rules: OrphanRules) -> DataFrame:
+                              models_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """The day's orphaned snapshots with ``_episode`` and their evidence columns. Small, and
     read several times by ``explain_orphan_episodes`` (root-cause joins, would-be owner): the
     pipeline stages it so the window over every snapshot runs once (unstaged it ran once per
-    reader and could outgrow Sail's memory pool)."""
-    return orphan_snapshots(queue_state_df, group_context_df, excluded_groups(members_df), rules)
+    reader and could outgrow Sail's memory pool). ``models_df``: ``jobs.rules.models.
+    consumer_models``; broadcasting, pop and mq_table-less pull groups are no candidates."""
+    return orphan_snapshots(queue_state_df, group_context_df,
+                            ownership_unknown_groups(models_df), rules)
 
 
 def explain_orphan_episodes(snapshots_df: DataFrame, queue_state_df: DataFrame,
@@ -259,9 +261,9 @@ def explain_orphan_episodes(snapshots_df: DataFrame, queue_state_df: DataFrame,
 
 
 def build_orphaned_queues(queue_state_df: DataFrame, member_context_df: DataFrame,
-                          group_context_df: DataFrame, members_df: DataFrame,
+                          group_context_df: DataFrame, models_df: DataFrame,
                           log_events_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """The whole detector: silver frames in, gold.orphaned_queues out."""
     return explain_orphan_episodes(
-        orphaned_snapshots_of_day(queue_state_df, group_context_df, members_df, rules),
+        orphaned_snapshots_of_day(queue_state_df, group_context_df, models_df, rules),
         queue_state_df, member_context_df, group_context_df, log_events_df, rules)

@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 
 from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import with_episode_id
+from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.subscription import changed_topics, heartbeat_topics
 from jobs.silver.dedup import filter_first_per_key
 
@@ -333,12 +334,15 @@ def subscription_flapping(connections_df: DataFrame, rules: RebalanceRules) -> D
 
 def build_rebalance_events(members_df: DataFrame, connections_df: DataFrame,
                            log_events_df: DataFrame, running_info_df: DataFrame,
-                           rules: RebalanceRules, stage: Stage = no_staging) -> DataFrame:
+                           rules: RebalanceRules, stage: Stage = no_staging, *,
+                           models_df: DataFrame) -> DataFrame:
     """silver.group_members + bronze connections, client log events and running info in,
     gold.rebalance_events out (contract columns, then ``flaps_per_hour`` and ``evidence``).
 
     ``stage(df, name)`` stores the rounds and observations, each read twice (building the
-    observations is costly), and the runs (see :func:`ownership_changes`)."""
+    observations is costly), and the runs (see :func:`ownership_changes`). Broadcasting and pop
+    groups (``models_df``, ``jobs.rules.models``) have no rebalance findings: every broadcast
+    client takes every queue, pop owns none (DESIGN.md §5.1)."""
     rounds = stage(member_rounds(members_df, connections_df, rules.heartbeat_interval_seconds),
                    "gold.rebalance_events.rounds")
     observations = stage(assignment_observations(log_events_df, running_info_df, connections_df),
@@ -346,6 +350,6 @@ def build_rebalance_events(members_df: DataFrame, connections_df: DataFrame,
     assignments = assignment_rounds(rounds, observations)
     changes = ownership_changes(rounds, assignments, observations, rules, stage)
     days = members_df.select("date").distinct()
-    return (changes.unionByName(subscription_flapping(connections_df, rules))
-            .join(days, on="date", how="inner")
-            .select(*COLUMNS))
+    events = (changes.unionByName(subscription_flapping(connections_df, rules))
+              .join(days, on="date", how="inner"))
+    return without_groups(events, excluded_groups(models_df)).select(*COLUMNS)

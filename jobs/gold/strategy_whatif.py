@@ -221,18 +221,18 @@ def max_client_load_shares(allocations_df: DataFrame, states_df: DataFrame,
 
 
 def build_strategy_whatif(queue_offsets_df: DataFrame, member_context_df: DataFrame,
-                          members_df: DataFrame | None = None,
+                          models_df: DataFrame | None = None,
                           stage: Stage = no_staging,
                           queue_load_df: DataFrame | None = None) -> DataFrame:
-    """silver.queue_offsets + silver.member_context (+ group_members to leave out broadcasting
-    and pop groups, which own no queue exclusively; + gold.queue_load for
+    """silver.queue_offsets + silver.member_context (+ ``jobs.rules.models.consumer_models`` to
+    leave out broadcasting and pop groups, which own no queue exclusively; + gold.queue_load for
     ``max_client_load_share``, null without it) in, gold.strategy_whatif out.
 
     ``stage(df, name)`` stores the intermediates read several times (states, allocations):
     Sail recomputes a frame for every reference."""
     offsets = queue_offsets_df
-    if members_df is not None:
-        offsets = offsets.join(excluded_groups(members_df), on=["cluster", "group"],
+    if models_df is not None:
+        offsets = offsets.join(excluded_groups(models_df), on=["cluster", "group"],
                                how="left_anti")
     states = stage(topic_states(offsets, member_context_df, stage), "gold.strategy_whatif.states")
     allocations = stage(replay_states(states), "gold.strategy_whatif.allocations")

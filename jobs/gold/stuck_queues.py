@@ -25,7 +25,8 @@ stuck. Root cause, first that holds:
 Fields: ``blocking_offset`` = the pinned offset (SLOW_MESSAGE only); ``in_flight_span`` = the
 largest ``cached_msg_max_offset − cached_msg_min_offset`` in the episode's running info;
 ``flow_controlled`` = that span reached the client's ``consumeConcurrentlyMaxSpan`` (its
-properties, else the RocketMQ default) or a flow-control log line names the queue at the pinned
+properties, else the RocketMQ default; concurrent consumers only, never an orderly one) or a
+flow-control log line names the queue at the pinned
 ``minOffset`` — the client stopped pulling it (facts §5.3); ``redelivery_risk`` = messages after
 the pinned one already consumed (``max − min + 1 − cached_msg_count`` at a pinned snapshot), which
 are delivered again if the queue moves to another client or the client restarts, since the broker
@@ -43,6 +44,7 @@ from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
 from jobs.rules.episodes import minutes_between
+from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.severity import severity
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
@@ -136,7 +138,7 @@ def running_info_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
         *QUEUE_KEY, "client_id", "ts", "cached_msg_min_offset", "cached_msg_max_offset",
         "cached_msg_count", "last_consume_at")
     cfg = client_config_df.select("cluster", "group", "client_id", "ts",
-                                  "consume_concurrently_max_span")
+                                  "consume_concurrently_max_span", "is_orderly")
     status = consume_status_df.select("cluster", "group", "client_id", "ts", "topic",
                                       "consume_failed_tps")
     rows = (window.join(pq, on=QUEUE_KEY, how="inner")
@@ -154,7 +156,9 @@ def running_info_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
         *EPISODE_KEY, "client_id", "cached_msg_max_offset", "last_consume_at",
         "consume_failed_tps",
         F.coalesce(span, F.lit(0)).cast("long").alias("_span"),
-        F.coalesce(span >= max_span, F.lit(False)).alias("_span_limited"),
+        # RocketMQ checks the span for concurrent consumers only (facts §5.3)
+        F.coalesce((span >= max_span) & ~F.coalesce("is_orderly", F.lit(False)),
+                   F.lit(False)).alias("_span_limited"),
         (cached & (F.col("cached_msg_min_offset") == F.col("committed_offset"))).alias("_pinned"),
         finished.cast("long").alias("_finished"))
     pinned = F.col("_pinned")
@@ -320,10 +324,14 @@ def finalize_stuck(df: DataFrame, rules: StuckRules) -> DataFrame:
         "date").select(*COLUMNS)
 
 
-def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules) -> DataFrame:
+def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules, *,
+                           models_df: DataFrame) -> DataFrame:
     """The episodes worth explaining. Small, and read three times by ``explain_stuck_episodes``:
-    the pipeline stages it so the snapshot windows run once."""
-    return stuck_episodes(stuck_snapshots(queue_state_df, rules.max_snapshot_gap_seconds), rules)
+    the pipeline stages it so the snapshot windows run once. Broadcasting and pop groups
+    (``jobs.rules.models``) are never stuck: broadcast offsets live on the clients and the
+    broker's committed offset never moves (facts §2.4); pop has no queue owner to be stuck."""
+    queues = without_groups(queue_state_df, excluded_groups(models_df))
+    return stuck_episodes(stuck_snapshots(queues, rules.max_snapshot_gap_seconds), rules)
 
 
 def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
@@ -347,9 +355,11 @@ def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
 def build_stuck_queues(queue_state_df: DataFrame, process_queues_df: DataFrame,
                        client_config_df: DataFrame, consume_status_df: DataFrame,
                        log_events_df: DataFrame, rules: StuckRules,
-                       orphaned_df: DataFrame | None = None) -> DataFrame:
+                       orphaned_df: DataFrame | None = None, *,
+                       models_df: DataFrame) -> DataFrame:
     """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues)
     in, gold.stuck_queues out."""
-    return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules),
+    return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules,
+                                                         models_df=models_df),
                                   process_queues_df, client_config_df, consume_status_df,
                                   log_events_df, rules, orphaned_df)

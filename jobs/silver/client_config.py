@@ -54,6 +54,7 @@ def build_client_config(running_info_df: DataFrame) -> DataFrame:
         _int_prop("consumeTimeout").alias("consume_timeout_minutes"),
         _int_prop("pullThresholdForQueue").alias("pull_threshold_for_queue"),
         F.col("properties").getItem("messageModel").alias("message_model"),
+        F.col("properties").getItem("PROP_CONSUME_TYPE").alias("consume_type"),
         (F.lower(F.col("properties").getItem("PROP_CONSUMEORDERLY")) == "true").alias("is_orderly"),
         F.col("properties").getItem("PROP_CLIENT_VERSION").alias("client_version"),
         F.when(start_ms > 0, F.timestamp_millis(start_ms)).alias("consumer_started_at"),

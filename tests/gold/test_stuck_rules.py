@@ -7,6 +7,7 @@ import datetime as dt
 from chispa import assert_df_equality
 
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.rules.models import MODELS_SCHEMA
 from jobs.silver.queue_offsets import with_time_lag
 
 T0 = dt.datetime(2025, 11, 21, 10, 0, 0)
@@ -22,7 +23,7 @@ PQ_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topi
              "cached_msg_max_offset long, cached_msg_count long, dropped boolean, "
              "last_consume_at timestamp, date date")
 CONFIG_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, "
-                 "consume_concurrently_max_span long, date date")
+                 "consume_concurrently_max_span long, is_orderly boolean, date date")
 STATUS_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
                  "consume_failed_tps double, date date")
 EVENTS_SCHEMA = ("group string, ts timestamp, event string, "
@@ -97,9 +98,13 @@ def process_queue_rows():
     return rows
 
 
+def no_models(spark):
+    return spark.createDataFrame([], MODELS_SCHEMA)
+
+
 def run(spark):
-    cfg = [("c", "g", "c1", at(m, 3), 40, DAY) for m in range(8)]
-    cfg.append(("c", "g", "c3", at(0, 3), None, DAY))
+    cfg = [("c", "g", "c1", at(m, 3), 40, False, DAY) for m in range(8)]
+    cfg.append(("c", "g", "c3", at(0, 3), None, None, DAY))
     status = [("c", "g", "c3", at(m, 3), "t", 2.5, DAY) for m in range(8)]
     status.append(("c", "g", "c1", at(0, 3), "t", None, DAY))
     mq = [("t", "b", 2)]
@@ -112,7 +117,7 @@ def run(spark):
         spark.createDataFrame(process_queue_rows(), PQ_SCHEMA),
         spark.createDataFrame(cfg, CONFIG_SCHEMA),
         spark.createDataFrame(status, STATUS_SCHEMA),
-        spark.createDataFrame(events, EVENTS_SCHEMA), RULES)
+        spark.createDataFrame(events, EVENTS_SCHEMA), RULES, models_df=no_models(spark))
 
 
 def test_stuck_queues_of_the_hand_day(spark):
@@ -161,9 +166,9 @@ def test_a_queue_orphaned_during_the_episode_is_no_owner_not_owner_down(spark):
     with_orphans = build_stuck_queues(
         spark.createDataFrame(hand_day(), STATE_SCHEMA),
         spark.createDataFrame(process_queue_rows(), PQ_SCHEMA),
-        spark.createDataFrame([("c", "g", "c1", at(0, 3), 40, DAY)], CONFIG_SCHEMA),
+        spark.createDataFrame([("c", "g", "c1", at(0, 3), 40, False, DAY)], CONFIG_SCHEMA),
         spark.createDataFrame([], STATUS_SCHEMA),
-        spark.createDataFrame([], EVENTS_SCHEMA), RULES, orphaned)
+        spark.createDataFrame([], EVENTS_SCHEMA), RULES, orphaned, models_df=no_models(spark))
     got = {r.queue_id: (r.root_cause, r.owner) for r in with_orphans.collect()}
     assert {r.queue_id: r.root_cause for r in base.collect()}[3] == "OWNER_DOWN"
     assert got[3] == ("NO_OWNER", None)

@@ -4,6 +4,7 @@ hand-built frames, both engines."""
 from jobs.gold.group_health import build_group_health
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.rules.abandoned import abandoned_groups
+from jobs.rules.models import consumer_models
 from tests.rules.frames import DAY, at
 
 RULES = OrphanRules(liveness_window_seconds=90, max_snapshot_gap_seconds=300,
@@ -84,6 +85,7 @@ def test_a_group_with_no_ownership_source_gets_at_most_info(spark):
          for g in ("blind", "seen") for m in range(6)], MEMBERS)
     events = spark.createDataFrame([], "group string, ts timestamp, client_id string, "
                                        "event string")
-    rows = build_orphaned_queues(state, member_context, context, members, events, RULES).collect()
+    rows = build_orphaned_queues(state, member_context, context, consumer_models(members), events,
+                                 RULES).collect()
     assert sorted((r.group, r.root_cause, r.severity) for r in rows) == [
         ("blind", "UNKNOWN", "INFO"), ("seen", "UNKNOWN", "WARN")]

@@ -5,6 +5,7 @@ from chispa import assert_df_equality
 
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.orphaned_queues import OrphanRules
+from jobs.rules.models import consumer_models
 from tests.rules.frames import DAY, at
 
 RULES = OrphanRules(liveness_window_seconds=90, max_snapshot_gap_seconds=300,
@@ -41,7 +42,9 @@ def test_stale_owner_ip_only_and_restart(spark):
     context = [("c", "g", at(m), ["AVG"]) for m in range(5)]
     actual = build_double_owned_queues(spark.createDataFrame(rows, STATE),
                                        spark.createDataFrame(context, CONTEXT),
-                                       spark.createDataFrame(members, MEMBERS), RULES)
+                                       spark.createDataFrame(members, MEMBERS), RULES,
+                                       models_df=consumer_models(
+                                           spark.createDataFrame(members, MEMBERS)))
     rows = actual.collect()
     got = spark.createDataFrame([(r.queue_id, r.owners, r.first_seen, r.last_seen, r.minutes,
                                   r.root_cause, r.severity) for r in rows],
