@@ -4,8 +4,9 @@ The rules are in ``jobs.rules``: claims and their lifetimes (``claims``), livene
 (``liveness``), what a snapshot proves by itself (``evidence``). Owners are the live claimants,
 one entry per process; where no claim names a live owner, the live members at the
 ``consumerProgress -s`` owner IP (then ``owned_by_ip_only``). ``N/A`` with a committed offset
-that did not move and lag leaves only the owners whose own running info still lists the queue
-(``nobody_consumes_per_broker``, ``answered_running_info_claims``): N/A never removes those.
+that did not move and lag leaves only the owners whose own running info or ``[persistAll]``
+lines still list the queue (``nobody_consumes_per_broker``, ``answered_running_info_claims``):
+N/A never removes those.
 """
 
 from __future__ import annotations
@@ -85,9 +86,13 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
     live_until = liveness_ends(members_df, liveness_window_seconds)
+    lifetimes = claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds)
+    # what the claimant itself keeps saying: every running-info round it answers, and its
+    # [persistAll] lines (every persist interval, each held 2 intervals); a rebalance set is
+    # logged once, so it says nothing about the client being alive now
     answered = answered_running_info_claims(
-        claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds)
-        .where(F.col("source") == "running_info"), RUNNING_INFO_ROUND_SECONDS)
+        lifetimes.where(F.col("source") == "running_info"), RUNNING_INFO_ROUND_SECONDS
+    ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
     claimed = _with_claimants(snaps, claims_in_force(ownership_df, live_until,
                                                      max_snapshot_gap_seconds), "claimed_by")
     claimed = _with_claimants(claimed, answered, "answered_by")

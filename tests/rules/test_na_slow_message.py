@@ -5,8 +5,7 @@ client), so it is a stuck SLOW_MESSAGE — not an orphan, not NO_OWNER."""
 
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.silver.queue_state import build_queue_state
-from tests.rules.frames import (DAY, MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim,
-                                connected, snapshots)
+from tests.rules.frames import DAY, MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
 
 RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
                    consume_concurrently_max_span=2000, critical_lag=10000, critical_minutes=30)

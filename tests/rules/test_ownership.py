@@ -86,6 +86,20 @@ def test_na_and_a_standing_offset_remove_a_claim_its_claimant_stopped_answering(
           + [(2, at(m), ["a@1"], False) for m in range(3)])
 
 
+def test_na_never_removes_a_claim_its_claimant_persists_but_drops_a_rebalance_set(spark):
+    """Logs only: a@1 writes a [persistAll] line for queue 0 every 5 s (fresh, from the claimant
+    itself) while the queue is pinned and N/A: it keeps its owner. Queue 1's only claim is a
+    rebalance set logged once before: N/A with a standing offset and lag removes it."""
+    offsets = (snapshots(0, range(1, 4), client_ip="N/A", advance=0)
+               + snapshots(1, range(1, 4), client_ip="N/A", advance=0))
+    claims = ([claim("a@1", 0, "persist_log", at(0, 5 * k), at(0, 5 * k + 10))
+               for k in range(48)]
+              + [claim("a@1", 1, "rebalance_log", at(0, 1))])
+    actual = owners_of(spark, offsets, claims, connected("a@1", range(5)))
+    check(spark, actual, [(0, at(m), ["a@1"], False) for m in range(1, 4)]
+          + [(1, at(m), [], False) for m in range(1, 4)])
+
+
 def test_a_client_ip_is_a_claim_by_the_live_members_at_that_ip(spark):
     """Case 2: no running info or logs; ``consumerProgress -s`` names 10.0.0.1, where two live
     processes (ids) run — both claim it; a member at another IP does not; nobody live at the IP
