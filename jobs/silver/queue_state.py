@@ -4,7 +4,9 @@ The rules are in ``jobs.rules``: claims and their lifetimes (``claims``), livene
 (``liveness``), what a snapshot proves by itself (``evidence``). Owners are the live claimants,
 one entry per process; where no claim names a live owner, the live members at the
 ``consumerProgress -s`` owner IP (then ``owned_by_ip_only``). ``N/A`` with a committed offset
-that did not move means no owner whatever older claims say (``nobody_consumes_per_broker``).
+that did not move and lag leaves only the owners whose own running info or ``[persistAll]``
+lines still list the queue (``nobody_consumes_per_broker``, ``answered_running_info_claims``):
+N/A never removes those.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import same_columns
-from jobs.rules.claims import claims_in_force, ip_claimants
-from jobs.rules.evidence import nobody_consumes_per_broker
+from jobs.rules.claims import claim_lifetimes, claims_in_force, ip_claimants
+from jobs.rules.evidence import answered_running_info_claims, nobody_consumes_per_broker
 from jobs.rules.liveness import live_processes, liveness_ends
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 SNAPSHOT_KEY = QUEUE_KEY + ["ts"]
+# the answers of one running-info poll of a group lie within this (a collector asks each client
+# in turn; none polls more often than once a minute)
+RUNNING_INFO_ROUND_SECONDS = 30
 
 
 def claimant_segments(claims_df: DataFrame) -> DataFrame:
@@ -39,6 +44,19 @@ def claimant_segments(claims_df: DataFrame) -> DataFrame:
                    & (F.col("_seg_until") <= F.col("valid_until")))
             .groupBy(*QUEUE_KEY, "_seg_from", "_seg_until")
             .agg(F.array_sort(F.collect_list("client_id")).alias("claimed_by")))
+
+
+def _with_claimants(snaps: DataFrame, claims_df: DataFrame, name: str) -> DataFrame:
+    """``snaps`` with ``name``: the ids whose claim stretch (``claims_df``) covers each
+    snapshot's ts (null: none)."""
+    in_segment = (same_columns("_s", "_g", QUEUE_KEY)
+                  & (F.col("_g._seg_from") <= F.col("_s.ts"))
+                  & (F.col("_s.ts") < F.col("_g._seg_until")))
+    # small side first (right joins): the engine builds its hash table from the left input, and
+    # a day's snapshot rows there could outgrow Sail's memory pool
+    return (claimant_segments(claims_df).alias("_g")
+            .join(snaps.alias("_s"), on=in_segment, how="right")
+            .select("_s.*", F.col("_g.claimed_by").alias(name)))
 
 
 def live_per_snapshot(live_df: DataFrame) -> DataFrame:
@@ -67,24 +85,27 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
-    segments = claimant_segments(claims_in_force(
-        ownership_df, liveness_ends(members_df, liveness_window_seconds), max_snapshot_gap_seconds))
-    in_segment = (same_columns("_s", "_g", QUEUE_KEY)
-                  & (F.col("_g._seg_from") <= F.col("_s.ts"))
-                  & (F.col("_s.ts") < F.col("_g._seg_until")))
-    # small side first (right joins): the engine builds its hash table from the left input, and
-    # a day's snapshot rows there could outgrow Sail's memory pool
-    claimed = (segments.alias("_g").join(snaps.alias("_s"), on=in_segment, how="right")
-               .select("_s.*", "_g.claimed_by"))
+    live_until = liveness_ends(members_df, liveness_window_seconds)
+    lifetimes = claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds)
+    # what the claimant itself keeps saying: every running-info round it answers, and its
+    # [persistAll] lines (every persist interval, each held 2 intervals); a rebalance set is
+    # logged once, so it says nothing about the client being alive now
+    answered = answered_running_info_claims(
+        lifetimes.where(F.col("source") == "running_info"), RUNNING_INFO_ROUND_SECONDS
+    ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
+    claimed = _with_claimants(snaps, claims_in_force(ownership_df, live_until,
+                                                     max_snapshot_gap_seconds), "claimed_by")
+    claimed = _with_claimants(claimed, answered, "answered_by")
     live = live_per_snapshot(live_processes(snaps.select("cluster", "group", "ts").distinct(),
                                             members_df, liveness_window_seconds))
     empty = F.array().cast("array<string>")
     claimed_by = F.coalesce("claimed_by", empty)
     by_claims = live_owners(claimed_by, F.col("_live"))
     by_ip = live_owners(ip_claimants(F.col("owner_ip"), F.col("_live")), F.col("_live"))
+    by_answers = live_owners(F.coalesce("answered_by", empty), F.col("_live"))
     nobody = nobody_consumes_per_broker(F.col("broker_reports_no_owner"),
                                         F.col("consumer_offset_delta"), F.col("lag"))
-    owners = (F.when(nobody, empty).when(F.size("_by_claims") > 0, F.col("_by_claims"))
+    owners = (F.when(nobody, by_answers).when(F.size("_by_claims") > 0, F.col("_by_claims"))
               .otherwise(F.col("_by_ip")))
     ip_only = ~nobody & (F.size("_by_claims") == 0) & (F.size("_by_ip") > 0)
     return (live.join(claimed, on=["cluster", "group", "ts"], how="right")

@@ -11,7 +11,7 @@ from tests.gold.test_orphaned_queues import double_key, found, orphan_key
 WINDOW = ("09:50", "10:20")
 SCENARIOS = ["logs-only", "offsets-connections-only", "progress-na-loop", "running-info-3min",
              "master-slave-channels", "crash-restart", "abandoned-group",
-             "partial-subscriptions"]
+             "partial-subscriptions", "slow-message-na-loop"]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
     faulty = {f["group"] for f in truth["faults"]}
     gold = layers["gold"]
     health = {r.group: r for r in gold["group_health"].collect()}
-    assert len(health) == 8
+    assert len(health) == 9
     for group, row in health.items():
         if group not in faulty:
             assert row.status == "OK", (group, row.findings)
@@ -135,7 +135,7 @@ def test_rocketlens_run_on_the_real_cluster_day_flags_only_the_faults(tmp_path):
     out = run_cli("sql", "SELECT `group`, status, findings FROM gold.group_health", "--lake",
                   str(lake), "--format", "json").stdout
     health = [json.loads(line) for line in out.splitlines() if line.strip()]
-    assert len(health) == 8
+    assert len(health) == 9
     loud = [(h["group"], h["status"], h["findings"]) for h in health
             if h["group"] not in faulty and (h["status"] != "OK" or any(
                 f.startswith(("WARN", "CRITICAL")) for f in h["findings"]))]

@@ -53,20 +53,51 @@ def test_a_running_info_claim_holds_at_most_the_snapshot_gap(spark):
           + [(0, at(m), [], False) for m in (6, 7, 8)])
 
 
-def test_na_never_removes_the_claim_of_a_queue_whose_offset_moves(spark):
-    """Case 3: mqadmin gave up after one client did not answer, so every later queue says N/A
-    while its live owner commits; a queue whose offset stands still and says N/A has no owner
-    (the broker and the offsets agree); null client_ip and a first snapshot are unknown."""
+def test_na_never_removes_a_claim_its_live_claimant_still_answers(spark):
+    """Case 3 on a real cluster: mqadmin gave up at another client, so every later queue says
+    N/A. a@1 answers every running-info round listing both queues: queue 0 moves, queue 1 is
+    pinned behind a slow message (offset standing, lag 50) — neither loses its owner."""
+    offsets = (snapshots(0, range(4), client_ip="N/A")
+               + snapshots(1, range(4), client_ip="N/A", advance=0))
+    claims = [claim("a@1", q, "running_info", at(m, 3), at(m + 1, 3))
+              for q in (0, 1) for m in range(-1, 3)] + [
+        claim("a@1", q, "running_info", at(3, 3)) for q in (0, 1)]
+    actual = owners_of(spark, offsets, claims, connected("a@1", range(-1, 4)))
+    check(spark, actual, [(0, at(m), ["a@1"], False) for m in range(4)]
+          + [(1, at(m), ["a@1"], False) for m in range(4)])
+
+
+def test_na_and_a_standing_offset_remove_a_claim_its_claimant_stopped_answering(spark):
+    """The crash case: a@1 dies after its 09:59:03 running info; its stale id stays listed (live,
+    DESIGN.md §5) and its claim would hold 5 min, but b@2 answers the 10:00:03 round and a@1
+    does not. Queue 1 says N/A with a standing offset and lag: nobody from 10:01, the first
+    snapshot after the missed round (+30 s); at 10:00 a@1's claim is still answered. Queue 0's
+    offset still moves: N/A proves nothing there. A null client_ip (no consumerProgress) never
+    removes a claim."""
     offsets = (snapshots(0, range(3), client_ip="N/A")
                + snapshots(1, range(3), client_ip="N/A", advance=0)
                + snapshots(2, range(3), client_ip=None, advance=0))
-    claims = [claim("a@1", q, "running_info", at(0, -5), None) for q in (0, 1, 2)]
-    actual = owners_of(spark, offsets, claims, connected("a@1", range(-1, 3)))
-    check(spark, actual, [(0, at(0), [], False), (0, at(1), ["a@1"], False),
-                          (0, at(2), ["a@1"], False),
-                          (1, at(0), [], False), (1, at(1), [], False), (1, at(2), [], False),
-                          (2, at(0), ["a@1"], False), (2, at(1), ["a@1"], False),
-                          (2, at(2), ["a@1"], False)])
+    claims = ([claim("a@1", q, "running_info", at(-1, 3)) for q in (0, 1, 2)]
+              + [claim("b@2", 9, "running_info", at(m, 3), at(m + 1, 3)) for m in range(-1, 3)])
+    members = connected("a@1", range(-1, 3)) + connected("b@2", range(-1, 3))
+    actual = owners_of(spark, offsets, claims, members)
+    check(spark, actual, [(0, at(m), ["a@1"], False) for m in range(3)]
+          + [(1, at(0), ["a@1"], False), (1, at(1), [], False), (1, at(2), [], False)]
+          + [(2, at(m), ["a@1"], False) for m in range(3)])
+
+
+def test_na_never_removes_a_claim_its_claimant_persists_but_drops_a_rebalance_set(spark):
+    """Logs only: a@1 writes a [persistAll] line for queue 0 every 5 s (fresh, from the claimant
+    itself) while the queue is pinned and N/A: it keeps its owner. Queue 1's only claim is a
+    rebalance set logged once before: N/A with a standing offset and lag removes it."""
+    offsets = (snapshots(0, range(1, 4), client_ip="N/A", advance=0)
+               + snapshots(1, range(1, 4), client_ip="N/A", advance=0))
+    claims = ([claim("a@1", 0, "persist_log", at(0, 5 * k), at(0, 5 * k + 10))
+               for k in range(48)]
+              + [claim("a@1", 1, "rebalance_log", at(0, 1))])
+    actual = owners_of(spark, offsets, claims, connected("a@1", range(5)))
+    check(spark, actual, [(0, at(m), ["a@1"], False) for m in range(1, 4)]
+          + [(1, at(m), [], False) for m in range(1, 4)])
 
 
 def test_a_client_ip_is_a_claim_by_the_live_members_at_that_ip(spark):

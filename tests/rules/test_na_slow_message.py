@@ -1,0 +1,57 @@
+"""DESIGN.md §5.1 "Evidence, not absence" through silver.queue_state into gold.stuck_queues, both
+engines: a queue pinned behind a slow message by a live owner that answers every running-info
+round stays owned while ``consumerProgress -s`` prints N/A for it (mqadmin gave up at another
+client), so it is a stuck SLOW_MESSAGE — not an orphan, not NO_OWNER."""
+
+from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.silver.queue_state import build_queue_state
+from tests.rules.frames import DAY, MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
+
+RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
+                   consume_concurrently_max_span=2000, critical_lag=10000, critical_minutes=30)
+PQ_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
+             "broker_name string, queue_id int, commit_offset long, cached_msg_min_offset long, "
+             "cached_msg_max_offset long, cached_msg_count long, dropped boolean, "
+             "last_consume_at timestamp, date date")
+CONFIG_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, "
+                 "consume_concurrently_max_span long, date date")
+STATUS_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
+                 "consume_failed_tps double, date date")
+EVENTS_SCHEMA = ("group string, ts timestamp, event string, "
+                 "queues array<struct<topic:string,broker_name:string,queue_id:int>>, "
+                 "offset long, min_offset long")
+MINUTES = range(8)
+
+
+def pinned_day(spark):
+    """Queue 1 pinned at 1000 (lag 50, N/A at every snapshot) while a@1, live, answers running
+    info every minute listing it with cached_msg_min_offset 1000 and later messages finishing
+    (the cached max grows); queue 0 moves."""
+    offsets = (snapshots(0, MINUTES, client_ip="N/A")
+               + snapshots(1, MINUTES, client_ip="N/A", advance=0))
+    claims = [claim("a@1", q, "running_info", at(m, 3), at(m + 1, 3))
+              for q in (0, 1) for m in range(-1, 8)]
+    state = build_queue_state(spark.createDataFrame(offsets, OFFSETS_SCHEMA),
+                              spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
+                              spark.createDataFrame(connected("a@1", range(-1, 9)), MEMBERS_SCHEMA),
+                              90, 300)
+    pq = [("c", "g", "a@1", at(m, 3), "t", "b", 1, 1000, 1000, 1000 + 10 * m, 1, False, at(m, 1),
+           DAY) for m in MINUTES]
+    return state, build_stuck_queues(
+        state, spark.createDataFrame(pq, PQ_SCHEMA),
+        spark.createDataFrame([("c", "g", "a@1", at(m, 3), 2000, DAY) for m in MINUTES],
+                              CONFIG_SCHEMA),
+        spark.createDataFrame([("c", "g", "a@1", at(m, 3), "t", 0.0, DAY) for m in MINUTES],
+                              STATUS_SCHEMA),
+        spark.createDataFrame([], EVENTS_SCHEMA), RULES)
+
+
+def test_a_slow_message_under_a_progress_loop_abort_is_owned_and_stuck(spark):
+    state, stuck = pinned_day(spark)
+    pinned = state.where("queue_id = 1").collect()
+    assert len(pinned) == len(MINUTES)
+    # owned at every snapshot: no orphaned snapshot, so no orphan episode can form
+    assert all(r.owners == ["a@1"] for r in pinned)
+    got = [(r.queue_id, r.owner, r.stuck_since, r.committed_offset, r.blocking_offset,
+            r.root_cause) for r in stuck.collect()]
+    assert got == [(1, "a@1", at(0), 1000, 1000, "SLOW_MESSAGE")]
