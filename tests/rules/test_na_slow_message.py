@@ -4,6 +4,7 @@ round stays owned while ``consumerProgress -s`` prints N/A for it (mqadmin gave 
 client), so it is a stuck SLOW_MESSAGE — not an orphan, not NO_OWNER."""
 
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.rules.models import MODELS_SCHEMA
 from jobs.silver.queue_state import build_queue_state
 from tests.rules.frames import DAY, MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
 
@@ -14,7 +15,7 @@ PQ_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topi
              "cached_msg_max_offset long, cached_msg_count long, dropped boolean, "
              "last_consume_at timestamp, date date")
 CONFIG_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, "
-                 "consume_concurrently_max_span long, date date")
+                 "consume_concurrently_max_span long, is_orderly boolean, date date")
 STATUS_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
                  "consume_failed_tps double, date date")
 EVENTS_SCHEMA = ("group string, ts timestamp, event string, "
@@ -39,11 +40,12 @@ def pinned_day(spark):
            DAY) for m in MINUTES]
     return state, build_stuck_queues(
         state, spark.createDataFrame(pq, PQ_SCHEMA),
-        spark.createDataFrame([("c", "g", "a@1", at(m, 3), 2000, DAY) for m in MINUTES],
+        spark.createDataFrame([("c", "g", "a@1", at(m, 3), 2000, False, DAY) for m in MINUTES],
                               CONFIG_SCHEMA),
         spark.createDataFrame([("c", "g", "a@1", at(m, 3), "t", 0.0, DAY) for m in MINUTES],
                               STATUS_SCHEMA),
-        spark.createDataFrame([], EVENTS_SCHEMA), RULES)
+        spark.createDataFrame([], EVENTS_SCHEMA), RULES,
+        models_df=spark.createDataFrame([], MODELS_SCHEMA))
 
 
 def test_a_slow_message_under_a_progress_loop_abort_is_owned_and_stuck(spark):
