@@ -120,7 +120,7 @@ def derived_silver_frames(silver: dict[str, DataFrame], settings: Settings) -> d
     return {
         "queue_state": build_queue_state(
             silver["queue_offsets"], silver["queue_ownership"], silver["group_members"],
-            d.liveness_window_seconds, d.max_snapshot_gap_seconds),
+            d.liveness_window_seconds, d.max_snapshot_gap_seconds, d.running_info_round_seconds),
         "member_context": build_member_context(
             silver["queue_offsets"], silver["group_members"], silver["client_subscriptions"],
             silver["client_config"], d.liveness_window_seconds, d.max_snapshot_gap_seconds),

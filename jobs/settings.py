@@ -70,6 +70,7 @@ class DetectionSettings(_Section):
     persist_interval_seconds: int = Field(5, ge=1)
     consume_concurrently_max_span: int = Field(2000, ge=1)
     heartbeat_interval_seconds: int = Field(30, ge=1)
+    running_info_round_seconds: int = Field(30, ge=1)
 
 
 class SeveritySettings(_Section):

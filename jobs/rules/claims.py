@@ -48,13 +48,11 @@ def claim_lifetimes(ownership_df: DataFrame, live_until_df: DataFrame,
                    & (F.col("valid_until") > F.col("valid_from"))))
 
 
-def claims_in_force(ownership_df: DataFrame, live_until_df: DataFrame,
-                    max_snapshot_gap_seconds: int) -> DataFrame:
-    """Per queue and client, the stretches of time some claim of any source covers
-    (``claim_lifetimes`` merged): the snapshot join meets a few stretches, not every claim
-    (a [persistAll] line every 5 s)."""
-    claims = claim_lifetimes(ownership_df, live_until_df, max_snapshot_gap_seconds)
-    return merge_intervals(claims.select(*QUEUE_KEY, "client_id", "valid_from", "valid_until"),
+def claims_in_force(lifetimes_df: DataFrame) -> DataFrame:
+    """Per queue and client, the stretches of time some claim covers (``claim_lifetimes`` rows,
+    merged): the snapshot join meets a few stretches, not every claim (a [persistAll] line every
+    5 s; joining every claim with every cut of its queue grows with the square of the day)."""
+    return merge_intervals(lifetimes_df.select(*QUEUE_KEY, "client_id", "valid_from", "valid_until"),
                            [*QUEUE_KEY, "client_id"], "valid_from", "valid_until")
 
 

@@ -21,9 +21,6 @@ from jobs.rules.liveness import live_processes, liveness_ends
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 SNAPSHOT_KEY = QUEUE_KEY + ["ts"]
-# the answers of one running-info poll of a group lie within this (a collector asks each client
-# in turn; none polls more often than once a minute)
-RUNNING_INFO_ROUND_SECONDS = 30
 
 
 def claimant_segments(claims_df: DataFrame) -> DataFrame:
@@ -79,9 +76,11 @@ def live_owners(claimed_by: Column, live: Column) -> Column:
 
 def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                       members_df: DataFrame, liveness_window_seconds: int,
-                      max_snapshot_gap_seconds: int) -> DataFrame:
+                      max_snapshot_gap_seconds: int, running_info_round_seconds: int) -> DataFrame:
     """One row per offsets snapshot of a queue with ``owners`` (one entry per live owning process,
-    sorted), ``owner_count``, ``claimed_by`` (every claimant, live or not) and the broker's view."""
+    sorted), ``owner_count``, ``claimed_by`` (every claimant, live or not) and the broker's view.
+    ``running_info_round_seconds``: the answers of one running-info poll of a group lie within
+    this (``answered_running_info_claims``)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
@@ -91,11 +90,10 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     # [persistAll] lines (every persist interval, each held 2 intervals); a rebalance set is
     # logged once, so it says nothing about the client being alive now
     answered = answered_running_info_claims(
-        lifetimes.where(F.col("source") == "running_info"), RUNNING_INFO_ROUND_SECONDS
+        lifetimes.where(F.col("source") == "running_info"), running_info_round_seconds
     ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
-    claimed = _with_claimants(snaps, claims_in_force(ownership_df, live_until,
-                                                     max_snapshot_gap_seconds), "claimed_by")
-    claimed = _with_claimants(claimed, answered, "answered_by")
+    claimed = _with_claimants(snaps, claims_in_force(lifetimes), "claimed_by")
+    claimed = _with_claimants(claimed, claims_in_force(answered), "answered_by")
     live = live_per_snapshot(live_processes(snaps.select("cluster", "group", "ts").distinct(),
                                             members_df, liveness_window_seconds))
     empty = F.array().cast("array<string>")

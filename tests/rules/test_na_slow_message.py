@@ -35,7 +35,7 @@ def pinned_day(spark):
     state = build_queue_state(spark.createDataFrame(offsets, OFFSETS_SCHEMA),
                               spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
                               spark.createDataFrame(connected("a@1", range(-1, 9)), MEMBERS_SCHEMA),
-                              90, 300)
+                              90, 300, 30)
     pq = [("c", "g", "a@1", at(m, 3), "t", "b", 1, 1000, 1000, 1000 + 10 * m, 1, False, at(m, 1),
            DAY) for m in MINUTES]
     return state, build_stuck_queues(
