@@ -173,6 +173,8 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
                 "cluster) and rerun")
         elif isinstance(exc, RocketlensError):
             error = exc
+        elif isinstance(exc, lake_mod.TableOutdated):
+            error = UsageProblem(str(exc))
         elif out_of_memory := out_of_engine_memory(exc, settings):
             error = RocketlensError(f"run of {run_date} {out_of_memory} and rerun "
                                     f"(run_id={run_id})")

@@ -140,6 +140,8 @@ def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, 
     ``attempts`` times with exponential backoff and jitter; any other error is raised at once.
     """
     path = table_path(lake, layer, name)
+    if _store.exists(spark, path):
+        check_columns(_store.read(spark, path).schema, df.schema, layer, name, path)
     for attempt in range(1, attempts + 1):
         try:
             _store.replace_day(spark, df, path, run_date)
@@ -151,6 +153,36 @@ def write_day(spark: SparkSession, df: DataFrame, lake: str | Path, layer: str, 
             log.warning("commit conflict on %s.%s (attempt %d of %d), retrying in %.1fs: %s",
                         layer, name, attempt, attempts, delay, str(exc).strip()[:200])
             sleep(delay)
+
+
+class TableOutdated(Exception):
+    """A lake table's columns differ from what this release writes into it: a release added (or
+    dropped) columns. A day is appended into the table's existing schema (no schema evolution:
+    docs/operations.md, "Upgrading an existing lake"), so the write is refused before the table
+    is touched, rather than left to the engine (Sail 0.7.2 appended without the new column)."""
+
+
+def _columns(schema: StructType) -> dict[str, str]:
+    return {f.name: f.dataType.simpleString() for f in schema.fields}
+
+
+def check_columns(existing: StructType, written: StructType, layer: str, name: str,
+                  path: str) -> None:
+    """Raise :class:`TableOutdated` when ``written`` (the day's frame) and ``existing`` (the
+    table) differ in column names or types (nullability and comments aside)."""
+    have, want = _columns(existing), _columns(written)
+    if have == want:
+        return
+    missing = [c for c in want if c not in have]
+    extra = [c for c in have if c not in want]
+    changed = [c for c in want if c in have and have[c] != want[c]]
+    parts = ([f"lacks {', '.join(missing)}"] if missing else []) \
+        + ([f"has {', '.join(extra)} no longer written"] if extra else []) \
+        + ([f"has another type for {', '.join(changed)}"] if changed else [])
+    raise TableOutdated(
+        f"lake table {layer}.{name} was written by another release ({'; '.join(parts)}): move "
+        f"{path} aside and rerun the days you keep (docs/operations.md, Upgrading an existing "
+        "lake)")
 
 
 def is_commit_conflict(exc: BaseException) -> bool:

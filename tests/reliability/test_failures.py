@@ -5,6 +5,7 @@ run on both engines (``--engine`` of the pass)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -116,6 +117,30 @@ def test_any_other_failure_exits_1_with_one_line_naming_the_day(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"rocketlens: run of {DAY} failed (") and "rerun" in last
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.delta
+def test_a_table_from_a_release_with_fewer_columns_exits_2_naming_table_and_column(tmp_path, spark):
+    """The upgrade case (docs/operations.md): bronze.connections as an older release wrote it,
+    without ``broker_addr``. The run refuses that table's write with one line saying what to do,
+    and leaves the table as it was (Sail once appended the day without the column)."""
+    lake_dir = tmp_path / "lake"
+    rocketlens(*run_args(DAY, HAND_DAY, lake_dir))
+    table = lake_dir / "bronze" / "connections"
+    older = tmp_path / "older-connections"
+    (spark.read.format("delta").load(str(table)).drop("broker_addr")
+     .write.format("delta").partitionBy("date").save(str(older)))
+    shutil.rmtree(table)
+    shutil.move(older, table)
+    rows = spark.read.format("delta").load(str(table)).count()
+    proc = rocketlens(*run_args(DAY, HAND_DAY, lake_dir), check=False)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("rocketlens: lake table bronze.connections was written by another "
+                           "release (lacks broker_addr): move "), last
+    assert "Upgrading an existing lake" in last and "Traceback" not in proc.stderr
+    after = spark.read.format("delta").load(str(table))
+    assert "broker_addr" not in after.columns and after.count() == rows
 
 
 @pytest.mark.sail_only
