@@ -25,6 +25,8 @@ import click
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.cli_common import ENGINE_CHOICE, env_option, parse_date
+
 STATUS_VALUES = {"OK": 0, "WARN": 1, "CRITICAL": 2}
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 
@@ -107,26 +109,24 @@ Exit codes: 0 written; 1 failure (e.g. the day is not in the lake); 2 bad usage.
 
 
 @click.command("metrics", epilog=EXAMPLE)
-@click.option("--date", "run_date", required=True, envvar="ROCKETLENS_DATE", show_envvar=True,
-              help="UTC day YYYY-MM-DD.")
-@click.option("--lake", required=True, envvar="ROCKETLENS_LAKE", show_envvar=True,
+@env_option("--date", "run_date", required=True, callback=parse_date, help="UTC day YYYY-MM-DD.")
+@env_option("--lake", required=True,
               type=click.Path(file_okay=False, path_type=Path), help="Lake root.")
-@click.option("--out", required=True, envvar="ROCKETLENS_OUT", show_envvar=True,
+@env_option("--out", required=True,
               type=click.Path(dir_okay=False, path_type=Path),
               help="File to write (*.prom for the textfile collector); replaced atomically.")
-@click.option("--engine", type=click.Choice(["sail", "spark", "connect"]), default=None,
-              envvar="ROCKETLENS_ENGINE", show_envvar=True, help="Default: engine.name.")
-@click.option("--remote", default=None, envvar="ROCKETLENS_REMOTE", show_envvar=True)
-@click.option("--conf", default=None, envvar="ROCKETLENS_CONF", show_envvar=True,
+@env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name.")
+@env_option("--remote", default=None)
+@env_option("--conf", default=None,
               type=click.Path(dir_okay=False))
-def metrics_command(run_date: str, lake: Path, out: Path, engine: str | None,
+def metrics_command(run_date: dt.date, lake: Path, out: Path, engine: str | None,
                     remote: str | None, conf: str | None) -> None:
     """Write the day's group status, incidents and end-of-day queue lag as Prometheus metrics."""
     from prometheus_client import write_to_textfile
 
-    from jobs.cli_common import RocketlensError, load_settings, parse_date, session
+    from jobs.cli_common import RocketlensError, load_settings, session
 
-    day = parse_date(None, None, run_date)
+    day = run_date
     assert day is not None  # --date is required
     settings = load_settings(conf)
     for table in ("gold/group_health", "gold/incidents", "silver/queue_offsets"):

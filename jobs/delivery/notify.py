@@ -18,6 +18,8 @@ from pathlib import Path
 
 import click
 
+from jobs.cli_common import ENGINE_CHOICE, env_option, parse_date
+
 SEVERITIES = ("INFO", "WARN", "CRITICAL")
 DELIVERY_FAILED_EXIT = 8
 
@@ -140,27 +142,25 @@ Exit codes: 0 sent, or nothing at that severity; 1 failure (e.g. the day is not 
 
 
 @click.command("notify", epilog=EXAMPLE)
-@click.option("--date", "run_date", required=True, envvar="ROCKETLENS_DATE", show_envvar=True,
-              help="UTC day YYYY-MM-DD.")
-@click.option("--lake", required=True, envvar="ROCKETLENS_LAKE", show_envvar=True,
+@env_option("--date", "run_date", required=True, callback=parse_date, help="UTC day YYYY-MM-DD.")
+@env_option("--lake", required=True,
               type=click.Path(file_okay=False, path_type=Path), help="Lake root.")
-@click.option("--to", "urls", multiple=True, envvar="ROCKETLENS_TO", show_envvar=True,
+@env_option("--to", "urls", multiple=True,
               help="apprise URL (repeatable; env: space-separated). Default: notify.urls in "
                    "settings.")
-@click.option("--min-severity", type=click.Choice(SEVERITIES, case_sensitive=False),
-              default=None, envvar="ROCKETLENS_MIN_SEVERITY", show_envvar=True,
+@env_option("--min-severity", type=click.Choice(SEVERITIES, case_sensitive=False),
+              default=None,
               help="Send incidents at or above this. Default: notify.min_severity (WARN).")
-@click.option("--engine", type=click.Choice(["sail", "spark", "connect"]), default=None,
-              envvar="ROCKETLENS_ENGINE", show_envvar=True, help="Default: engine.name.")
-@click.option("--remote", default=None, envvar="ROCKETLENS_REMOTE", show_envvar=True)
-@click.option("--conf", default=None, envvar="ROCKETLENS_CONF", show_envvar=True,
+@env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name.")
+@env_option("--remote", default=None)
+@env_option("--conf", default=None,
               type=click.Path(dir_okay=False))
-def notify_command(run_date: str, lake: Path, urls: tuple[str, ...], min_severity: str | None,
+def notify_command(run_date: dt.date, lake: Path, urls: tuple[str, ...], min_severity: str | None,
                    engine: str | None, remote: str | None, conf: str | None) -> None:
     """Send the day's incidents at or above a severity as one message, new ones first."""
-    from jobs.cli_common import RocketlensError, load_settings, parse_date, session
+    from jobs.cli_common import RocketlensError, load_settings, session
 
-    day = parse_date(None, None, run_date)
+    day = run_date
     assert day is not None  # --date is required
     settings = load_settings(conf)
     urls = tuple(urls) or tuple(settings.notify.urls)

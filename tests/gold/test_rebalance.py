@@ -14,7 +14,7 @@ from jobs.gold.strategy_whatif import build_strategy_whatif
 from tests.gold.conftest import expected, iso
 from tests.pipeline.assertions import comparable
 
-VECTORS = Path("/work/shared/vectors/allocation_vectors_public.jsonl")
+VECTORS = Path(__file__).resolve().parents[1] / "data" / "vectors" / "allocation_vectors_public.jsonl"
 EVENT_SCENARIOS = ["client-leaves", "topicb-subscription", "healthy", "consumer-crash"]
 
 ORPHANED = ("cluster string, group string, topic string, broker_name string, queue_id int, "
