@@ -69,5 +69,39 @@ def test_no_group_is_warn_or_critical_and_no_kind_gets_a_forbidden_finding(kinds
                   "strategy_whatif"):
         assert [r.group for r in gold[table].collect() if r.group in NO_OWNERSHIP] == [], table
     # broadcast offsets live on the clients: the broker's lag (~100k, frozen) is no number
-    assert health["GID_bcast_config"].max_lag is None
+    bcast = health["GID_bcast_config"]
+    assert bcast.max_lag is None and bcast.max_time_lag_seconds is None
+    assert [f for f in bcast.findings if f.startswith("INFO broadcast: ")] == bcast.findings
     assert health["GID_pop_orders"].max_lag is not None
+
+
+def test_group_health_names_the_sources_each_group_rests_on(kinds_day):
+    _, layers = kinds_day
+    sources = {r.group: r.sources for r in layers["gold"]["group_health"].collect()}
+    everything = ["offsets", "connections", "running_info", "client_logs"]
+    assert sources["GID_healthy_orders"] == everything
+    assert sources["GID_lite_assign"] == everything  # [persistAll] lines, no mqTable
+    # pop clients log no [persistAll] (acks, not offsets) and no rebalance result
+    assert sources["GID_pop_orders"] == ["offsets", "connections", "running_info"]
+
+
+def test_a_host_logging_in_utc_is_one_info_clock_finding(kinds_day):
+    """Without a zone for the host its log claims sit 8 h early: a data-quality line (INFO),
+    no WARN or CRITICAL (checked above), and the other host of the group is not named."""
+    _, layers = kinds_day
+    health = {r.group: r for r in layers["gold"]["group_health"].collect()}
+    clock = [f for g in health.values() for f in g.findings if f.startswith("INFO clock: ")]
+    assert clock == ["INFO clock: host k8s-node-utc-01 client-log times are 8 h behind "
+                     "running_info (its JVM logs in GMT+0?); map it in ingest.client_log_timezones"]
+    assert clock[0] in health["GID_utc_host"].findings
+
+
+def test_with_the_host_mapped_to_utc_its_log_is_on_time_and_clean(spark, tmp_path):
+    settings = Settings(ingest={"client_log_timezones": {"k8s-node-*": "UTC"}})
+    simulate("utc-log-host", DAY, tmp_path / "landing", seed=0, window=WINDOW)
+    layers = run_layers(spark, tmp_path / "landing", tmp_path / "staging", settings)
+    (row,) = layers["gold"]["group_health"].collect()
+    assert (row.status, row.findings) == ("OK", [])
+    events = layers["bronze"]["client_log_events"].where("host = 'k8s-node-utc-01'")
+    first, last = events.selectExpr("min(ts)", "max(ts)").first()
+    assert (first.hour, first.minute, last.hour, last.minute) == (9, 50, 10, 19)
