@@ -105,3 +105,21 @@ def test_with_the_host_mapped_to_utc_its_log_is_on_time_and_clean(spark, tmp_pat
     events = layers["bronze"]["client_log_events"].where("host = 'k8s-node-utc-01'")
     first, last = events.selectExpr("min(ts)", "max(ts)").first()
     assert (first.hour, first.minute, last.hour, last.minute) == (9, 50, 10, 19)
+
+
+def test_rebalance_events_leave_out_the_groups_whose_model_excludes_them(spark, kinds_day):
+    """A broadcast client joins at 10:02 and leaves at 10:12: read as a clustering group, the
+    same records give rebalance events (every queue gains and loses an owner); with the model
+    applied, gold.rebalance_events has none for it (DESIGN.md §5.1)."""
+    from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
+    from jobs.rules.models import MODELS_SCHEMA
+
+    _, layers = kinds_day
+    bronze, silver = layers["bronze"], layers["silver"]
+    as_clustering = build_rebalance_events(
+        silver["group_members"], bronze["connections"], bronze["client_log_events"],
+        bronze["running_info"], RebalanceRules(300, 30),
+        models_df=spark.createDataFrame([], MODELS_SCHEMA))
+    assert "GID_bcast_config" in {r.group for r in as_clustering.collect()}
+    assert [r for r in layers["gold"]["rebalance_events"].collect()
+            if r.group in NO_OWNERSHIP] == []
