@@ -33,7 +33,7 @@ from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
-from jobs.rules.clocks import clock_findings, host_clock_skew
+from jobs.rules.clocks import clock_findings, host_clock_skew, without_skewed_hosts
 from jobs.rules.models import consumer_models
 from jobs.rules.sources import group_sources
 from jobs.settings import Settings
@@ -102,16 +102,21 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
 
 def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
     """Every silver table's frame from the day's bronze records."""
+    process_queues = build_process_queues(bronze["running_info"])
+    # a host whose log clock is whole hours off running info gives no ownership claims
+    # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
+    ownership_logs = without_skewed_hosts(
+        bronze["client_log_events"], host_clock_skew(bronze["client_log_events"], process_queues))
     return {
         "queue_offsets": build_queue_offsets(bronze["offsets"]),
         "group_members": build_group_members(bronze["connections"]),
         "client_subscriptions": build_client_subscriptions(bronze["connections"],
                                                            bronze["running_info"]),
         "client_config": build_client_config(bronze["running_info"]),
-        "process_queues": build_process_queues(bronze["running_info"]),
+        "process_queues": process_queues,
         "consume_status": build_consume_status(bronze["running_info"]),
         "queue_ownership": build_queue_ownership(
-            bronze["running_info"], bronze["client_log_events"], bronze["connections"],
+            bronze["running_info"], ownership_logs, bronze["connections"],
             settings.detection.persist_interval_seconds),
     }
 

@@ -10,17 +10,21 @@ How it is told: a ``[persistAll] … MessageQueue [q] X`` line sends the client'
 X of queue q (facts §2.3, §5.4); the same client's running info reports that in-memory offset as
 ``commit_offset``, so the first running-info snapshot of that client and queue whose
 ``commit_offset`` is ≥ X comes at most one running-info interval after the line (X was reached
-just before the persist). Only "fresh" lines count — X moved since the same client's previous
-line of the queue — because an idle queue keeps an old X for hours. The first fresh line per
-(host, client id, hour) is a sample; ``delta`` = that snapshot's ``ts`` − the line's ``ts``. A
+just before the persist). Only lines of a queue that moved count — the first line naming the
+highest offset of the queue in that hour of the log, when the queue moved in the hour — because
+an idle queue keeps an old X for hours. One such line per (host, client id, hour) is a sample;
+``delta`` = that snapshot's ``ts`` − the line's ``ts``. A
 host is off by k hours (k ≠ 0) when at least ``MIN_SAMPLES`` samples are within
 ``TOLERANCE_SECONDS`` of k hours and they are the majority of its samples. A group without
 running info or ``[persistAll]`` lines gets no verdict (unknown is not proof).
+
+The claims of such a host are not ownership (DESIGN.md §5.1): :func:`without_skewed_hosts` takes
+its lines out of what silver.queue_ownership reads, until its zone is mapped.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.ingest.client_logs import fixed_offset_millis
@@ -31,21 +35,26 @@ CLOCK_SKEW_SCHEMA = "cluster string, group string, host string, offset_hours int
 
 
 def _fresh_persist_samples(log_events_df: DataFrame) -> DataFrame:
+    """Per (host, group, client id, hour of the log's clock): one ``[persistAll]`` line of a queue
+    that moved in that hour — the first line naming the hour's highest offset of that queue
+    (aggregates only: no window over the day's lines)."""
     persist = (log_events_df.where((F.col("event") == "PERSIST_OFFSET") & F.col("host").isNotNull()
                                    & F.col("client_id").isNotNull() & F.col("offset").isNotNull())
                .select("host", "group", "client_id", "ts", "offset",
                        F.col("queues")[0]["topic"].alias("topic"),
                        F.col("queues")[0]["broker_name"].alias("broker_name"),
-                       F.col("queues")[0]["queue_id"].alias("queue_id")))
-    per_queue = Window.partitionBy("host", "group", "client_id", "topic", "broker_name",
-                                   "queue_id").orderBy("ts")
-    fresh = (persist.withColumn("_prev", F.lag("offset").over(per_queue))
-             .where(F.col("_prev").isNotNull() & (F.col("offset") > F.col("_prev"))))
-    first_in_hour = Window.partitionBy("host", "group", "client_id",
-                                       F.date_trunc("hour", "ts")).orderBy("ts", "topic",
-                                                                           "broker_name", "queue_id")
-    return (fresh.withColumn("_n", F.row_number().over(first_in_hour)).where(F.col("_n") == 1)
-            .drop("_n", "_prev"))
+                       F.col("queues")[0]["queue_id"].alias("queue_id"),
+                       F.date_trunc("hour", "ts").alias("_hour")))
+    per_queue = (persist.groupBy("host", "group", "client_id", "_hour", "topic", "broker_name",
+                                 "queue_id")
+                 .agg(F.min("offset").alias("_low"),
+                      F.min(F.struct((-F.col("offset")).alias("neg"), F.col("ts"))).alias("_top"))
+                 .where(-F.col("_top")["neg"] > F.col("_low")))
+    first = (per_queue.groupBy("host", "group", "client_id", "_hour")
+             .agg(F.min(F.struct(F.col("_top")["ts"].alias("ts"), (-F.col("_top")["neg"]).alias("offset"),
+                                 "topic", "broker_name", "queue_id")).alias("_s")))
+    return first.select("host", "group", "client_id", "_s.ts", "_s.offset", "_s.topic",
+                        "_s.broker_name", "_s.queue_id")
 
 
 def host_clock_skew(log_events_df: DataFrame, process_queues_df: DataFrame) -> DataFrame:
@@ -90,3 +99,10 @@ def clock_findings(skew_df: DataFrame, default_zone: str) -> DataFrame:
         F.lit(" running_info"), hint,
         F.lit("; map it in ingest.client_log_timezones"))
     return skew_df.select("cluster", "group", "date", text.alias("text"))
+
+
+def without_skewed_hosts(log_events_df: DataFrame, skew_df: DataFrame) -> DataFrame:
+    """The log events without the lines of (group, host) pairs in ``skew_df``: their claims
+    would sit whole hours away from the instants they denote."""
+    skewed = skew_df.select("group", "host").distinct()
+    return log_events_df.join(skewed, on=["group", "host"], how="left_anti")

@@ -94,6 +94,10 @@ def test_a_host_logging_in_utc_is_one_info_clock_finding(kinds_day):
     assert clock == ["INFO clock: host k8s-node-utc-01 client-log times are 8 h behind "
                      "running_info (its JVM logs in GMT+0?); map it in ingest.client_log_timezones"]
     assert clock[0] in health["GID_utc_host"].findings
+    # ... and its log claims are not ownership (its running info still is)
+    log_claims = layers["silver"]["queue_ownership"].where("source != 'running_info'")
+    assert log_claims.where("client_id LIKE '10.0.25.11@%'").count() == 0
+    assert log_claims.where("client_id LIKE '10.0.25.12@%'").count() > 0
 
 
 def test_with_the_host_mapped_to_utc_its_log_is_on_time_and_clean(spark, tmp_path):
@@ -102,6 +106,8 @@ def test_with_the_host_mapped_to_utc_its_log_is_on_time_and_clean(spark, tmp_pat
     layers = run_layers(spark, tmp_path / "landing", tmp_path / "staging", settings)
     (row,) = layers["gold"]["group_health"].collect()
     assert (row.status, row.findings) == ("OK", [])
+    log_claims = layers["silver"]["queue_ownership"].where("source != 'running_info'")
+    assert log_claims.where("client_id LIKE '10.0.25.11@%'").count() > 0
     events = layers["bronze"]["client_log_events"].where("host = 'k8s-node-utc-01'")
     first, last = events.selectExpr("min(ts)", "max(ts)").first()
     assert (first.hour, first.minute, last.hour, last.minute) == (9, 50, 10, 19)

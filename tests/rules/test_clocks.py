@@ -9,7 +9,7 @@ import datetime as dt
 from chispa import assert_df_equality
 
 from jobs.ingest.client_logs import LogZones, glob_regex, parse_client_log_lines
-from jobs.rules.clocks import CLOCK_SKEW_SCHEMA, clock_findings, host_clock_skew
+from jobs.rules.clocks import CLOCK_SKEW_SCHEMA, clock_findings, host_clock_skew, without_skewed_hosts
 from tests.rules.frames import DAY, T0
 
 EVENTS = ("host string, group string, client_id string, ts timestamp, event string, offset long, "
@@ -43,6 +43,10 @@ def test_a_host_whose_log_is_whole_hours_off_running_info_is_found(spark):
     # logged at 02:00-05:00 for 10:00-13:00: one sample per logged hour, 3 hours
     expected = spark.createDataFrame([("c", "g", "utc-1", 8, 3, DAY)], CLOCK_SKEW_SCHEMA)
     assert_df_equality(skew, expected, ignore_row_order=True, ignore_nullable=True)
+    # its claims are not ownership: its lines leave what silver.queue_ownership reads
+    kept = without_skewed_hosts(events, skew)
+    assert {r.host for r in kept.select("host").distinct().collect()} == {"gmt8-1", "idle-1"}
+    assert kept.count() == 2 * len(MINUTES)
     (text,) = [r.text for r in clock_findings(skew, "GMT+8").collect()]
     assert text == ("INFO clock: host utc-1 client-log times are 8 h behind running_info "
                     "(its JVM logs in GMT+0?); map it in ingest.client_log_timezones")
