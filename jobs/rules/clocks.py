@@ -11,8 +11,8 @@ X of queue q (facts §2.3, §5.4); the same client's running info reports that i
 ``commit_offset``, so the first running-info snapshot of that client and queue whose
 ``commit_offset`` is ≥ X comes at most one running-info interval after the line (X was reached
 just before the persist). Only lines of a queue that moved count — the first line naming the
-highest offset of the queue in that hour of the log, when the queue moved in the hour — because
-an idle queue keeps an old X for hours. One such line per (host, client id, hour) is a sample;
+highest offset of a queue in a 5-minute slot in which it moved — because an idle queue keeps an
+old X for hours. One such line per (host, client id, hour) is a sample;
 ``delta`` = that snapshot's ``ts`` − the line's ``ts``. A
 host is off by k hours (k ≠ 0) when at least ``MIN_SAMPLES`` samples are within
 ``TOLERANCE_SECONDS`` of k hours and they are the majority of its samples. A group without
@@ -30,28 +30,33 @@ from pyspark.sql import functions as F
 from jobs.ingest.client_logs import fixed_offset_millis
 
 TOLERANCE_SECONDS = 600  # a running-info interval of up to 10 min still tells the hour
+SLOT_SECONDS = 300
 MIN_SAMPLES = 2  # two hours with a fresh line (a 30-min window spans two clock hours at most)
 CLOCK_SKEW_SCHEMA = "cluster string, group string, host string, offset_hours int, samples long, date date"
 
 
 def _fresh_persist_samples(log_events_df: DataFrame) -> DataFrame:
     """Per (host, group, client id, hour of the log's clock): one ``[persistAll]`` line of a queue
-    that moved in that hour — the first line naming the hour's highest offset of that queue
-    (aggregates only: no window over the day's lines)."""
+    that moved — in the hour's earliest 5-minute slot in which one of the client's queues moved,
+    the first line naming that queue's highest offset of the slot (aggregates only: no window over
+    the day's lines; an early slot, so that a running-info snapshot follows it even in the last
+    hour of the data)."""
     persist = (log_events_df.where((F.col("event") == "PERSIST_OFFSET") & F.col("host").isNotNull()
                                    & F.col("client_id").isNotNull() & F.col("offset").isNotNull())
                .select("host", "group", "client_id", "ts", "offset",
                        F.col("queues")[0]["topic"].alias("topic"),
                        F.col("queues")[0]["broker_name"].alias("broker_name"),
                        F.col("queues")[0]["queue_id"].alias("queue_id"),
-                       F.date_trunc("hour", "ts").alias("_hour")))
-    per_queue = (persist.groupBy("host", "group", "client_id", "_hour", "topic", "broker_name",
-                                 "queue_id")
-                 .agg(F.min("offset").alias("_low"),
-                      F.min(F.struct((-F.col("offset")).alias("neg"), F.col("ts"))).alias("_top"))
-                 .where(-F.col("_top")["neg"] > F.col("_low")))
-    first = (per_queue.groupBy("host", "group", "client_id", "_hour")
-             .agg(F.min(F.struct(F.col("_top")["ts"].alias("ts"), (-F.col("_top")["neg"]).alias("offset"),
+                       F.date_trunc("hour", "ts").alias("_hour"),
+                       F.floor(F.unix_seconds("ts") / SLOT_SECONDS).alias("_slot")))
+    per_slot = (persist.groupBy("host", "group", "client_id", "_hour", "_slot", "topic",
+                                "broker_name", "queue_id")
+                .agg(F.min("offset").alias("_low"),
+                     F.min(F.struct((-F.col("offset")).alias("neg"), F.col("ts"))).alias("_top"))
+                .where(-F.col("_top")["neg"] > F.col("_low")))
+    first = (per_slot.groupBy("host", "group", "client_id", "_hour")
+             .agg(F.min(F.struct("_slot", F.col("_top")["ts"].alias("ts"),
+                                 (-F.col("_top")["neg"]).alias("offset"),
                                  "topic", "broker_name", "queue_id")).alias("_s")))
     return first.select("host", "group", "client_id", "_s.ts", "_s.offset", "_s.topic",
                         "_s.broker_name", "_s.queue_id")
