@@ -129,3 +129,25 @@ def test_rebalance_events_leave_out_the_groups_whose_model_excludes_them(spark, 
     assert "GID_bcast_config" in {r.group for r in as_clustering.collect()}
     assert [r for r in layers["gold"]["rebalance_events"].collect()
             if r.group in NO_OWNERSHIP] == []
+
+
+@pytest.mark.delta
+def test_rocketlens_run_on_the_consumer_kinds_day_reports_nothing_above_info(tmp_path):
+    """Issue #18 acceptance, end to end: ``rocketlens simulate`` + ``rocketlens run`` (Delta lake,
+    embedded engine) on the day mixing every consumer kind: no WARN or CRITICAL anywhere."""
+    import json
+
+    from tests.conftest import run_cli
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    run_cli("simulate", "--scenario", "consumer-kinds", "--date", "2025-11-21", "--landing",
+            str(landing), "--window", "-".join(WINDOW))
+    run_cli("run", "--date", "2025-11-21", "--landing", str(landing), "--lake", str(lake))
+    out = run_cli("sql", "SELECT `group`, status, findings, sources FROM gold.group_health",
+                  "--lake", str(lake), "--format", "json").stdout
+    health = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(health) == 7
+    loud = [(h["group"], h["status"], h["findings"]) for h in health
+            if h["status"] != "OK" or any(f.startswith(("WARN", "CRITICAL")) for f in h["findings"])]
+    assert loud == []
+    assert all(h["sources"][:2] == ["offsets", "connections"] for h in health)
