@@ -193,10 +193,10 @@ class Cluster:
     def _process(self, client: Client, start: int, stop: int | None, kind: str, pid: int,
                  nanotime: int | None) -> Process:
         version = client.version_tuple
-        kind = self.scenario.group(client.group).kind
+        group_kind = self.scenario.group(client.group).kind
         if client.instance_name:
             instance = client.instance_name
-        elif consumer_kinds.keeps_default_instance(kind):
+        elif consumer_kinds.keeps_default_instance(group_kind):
             instance = "DEFAULT"
         elif version >= (4, 9, 0):
             # changeInstanceNameToPID: "<pid>#<System.nanoTime()>" from 4.9.0 (facts §3)
@@ -210,7 +210,7 @@ class Cluster:
             host=client.host or f"{client.name}-{client.ip}", addr=addr, version=version,
             strategy=client.strategy,
             topics=list(client.subscriptions) + ([retry_topic(client.group)]
-                                                 if consumer_kinds.subscribes_retry(kind) else []),
+                                                 if consumer_kinds.subscribes_retry(group_kind) else []),
             start_ms=start, stop_ms=stop, stop_kind=kind,
             ports={b: self.rng.randrange(32768, 61000) for b in self.brokers},
             hb_phase_ms=(int(client.heartbeat_phase * 1000) if client.heartbeat_phase is not None
