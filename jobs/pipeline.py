@@ -33,7 +33,9 @@ from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
+from jobs.rules.clocks import clock_findings, host_clock_skew, without_skewed_hosts
 from jobs.rules.models import consumer_models
+from jobs.rules.sources import group_sources
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
 from jobs.silver.consume_status import build_consume_status
@@ -81,7 +83,7 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
     }
     per_source["client_logs"] = ingest_client_logs(
         spark, landing, run_date, run_id, ingested_at, raw_max,
-        settings.ingest.client_log_timezone, stage)
+        settings.ingest.log_zones(), stage)
     if sum(f.files for f in per_source.values()) == 0:
         raise NoLandingData(
             f"no landing files for {run_date} under {landing} "
@@ -100,16 +102,21 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
 
 def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
     """Every silver table's frame from the day's bronze records."""
+    process_queues = build_process_queues(bronze["running_info"])
+    # a host whose log clock is whole hours off running info gives no ownership claims
+    # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
+    ownership_logs = without_skewed_hosts(
+        bronze["client_log_events"], host_clock_skew(bronze["client_log_events"], process_queues))
     return {
         "queue_offsets": build_queue_offsets(bronze["offsets"]),
         "group_members": build_group_members(bronze["connections"]),
         "client_subscriptions": build_client_subscriptions(bronze["connections"],
                                                            bronze["running_info"]),
         "client_config": build_client_config(bronze["running_info"]),
-        "process_queues": build_process_queues(bronze["running_info"]),
+        "process_queues": process_queues,
         "consume_status": build_consume_status(bronze["running_info"]),
         "queue_ownership": build_queue_ownership(
-            bronze["running_info"], bronze["client_log_events"], bronze["connections"],
+            bronze["running_info"], ownership_logs, bronze["connections"],
             settings.detection.persist_interval_seconds),
     }
 
@@ -193,13 +200,26 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
 
 
 def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
-                  settings: Settings) -> dict[str, DataFrame]:
-    """gold.group_health, from the other gold tables (computed and stored first)."""
+                  settings: Settings, log_events_df: DataFrame | None = None
+                  ) -> dict[str, DataFrame]:
+    """gold.group_health, from the other gold tables (computed and stored first).
+
+    ``log_events_df`` (bronze.client_log_events) adds the client-log clock check
+    (``jobs.rules.clocks``); without it no host is judged."""
+    data_quality = None
+    if log_events_df is not None:
+        data_quality = clock_findings(host_clock_skew(log_events_df, silver["process_queues"]),
+                                      settings.ingest.client_log_timezone)
     return {"group_health": build_group_health(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count,
         abandoned_df=abandoned_groups(silver["queue_state"], silver["group_members"]),
-        producer_df=gold["producer_findings"])}
+        producer_df=gold["producer_findings"],
+        models_df=consumer_models(silver["group_members"], silver["client_config"],
+                                  silver["process_queues"]),
+        sources_df=group_sources(silver["queue_offsets"], silver["group_members"],
+                                 silver["client_config"], silver["queue_ownership"]),
+        data_quality_df=data_quality)}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
@@ -290,7 +310,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             silver_day, stored, settings,
             lambda df, name: lake.stage(spark, df, lake_dir, run_id, name)))
         gold_day = {k: only_day(v, run_date) for k, v in gold.items()}
-        write_layer("gold", health_frames(gold, silver_day, settings))
+        write_layer("gold", health_frames(gold, silver_day, settings,
+                                          stored["client_log_events"]))
         write_layer("gold", incident_frames(
             gold_day, previous_incidents(spark, lake_dir, run_date), settings))
     written, report.table_rows = report.table_rows, {}

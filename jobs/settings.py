@@ -43,22 +43,49 @@ class EngineSettings(_Section):
 _FIXED_OFFSET = re.compile(r"^(?:GMT|UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
 
 
+def _known_zone(value: str) -> str:
+    if value in ("UTC", "GMT", "Z") or _FIXED_OFFSET.match(value):
+        return value
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(value)
+    except Exception as exc:  # zoneinfo raises several types
+        raise ValueError(f"unknown time zone {value!r}") from exc
+    return value
+
+
 class IngestSettings(_Section):
     client_log_timezone: str = "GMT+8"
+    # host glob -> zone of that host's rocketmq_client.log wall clock (first match wins, in the
+    # order written); hosts no glob matches use client_log_timezone (DESIGN.md §5.1 "Clocks")
+    client_log_timezones: dict[str, str] = Field(default_factory=dict)
     quarantine_raw_max_chars: int = Field(65536, ge=256)
 
     @field_validator("client_log_timezone")
     @classmethod
-    def _known_zone(cls, value: str) -> str:
-        if value in ("UTC", "GMT", "Z") or _FIXED_OFFSET.match(value):
-            return value
-        from zoneinfo import ZoneInfo
+    def _zone(cls, value: str) -> str:
+        return _known_zone(value)
 
-        try:
-            ZoneInfo(value)
-        except Exception as exc:  # zoneinfo raises several types
-            raise ValueError(f"unknown time zone {value!r}") from exc
+    @field_validator("client_log_timezones")
+    @classmethod
+    def _zones(cls, value: dict[str, str]) -> dict[str, str]:
+        for glob, zone in value.items():
+            if not glob.strip():
+                raise ValueError("a host glob is empty")
+            try:
+                _known_zone(zone)
+            except ValueError as exc:
+                raise ValueError(f"host {glob!r}: {exc}") from None
         return value
+
+    def log_zones(self):
+        """The per-host zones as the client-log parser takes them."""
+        from jobs.ingest.client_logs import LogZones
+
+        if not self.client_log_timezones:
+            return self.client_log_timezone
+        return LogZones(self.client_log_timezone, tuple(self.client_log_timezones.items()))
 
 
 class DetectionSettings(_Section):

@@ -254,11 +254,13 @@ TABLES: dict[str, dict[str, str]] = {
         "orphaned_queues": "distinct orphaned queues",
         "double_owned_queues": "distinct double-owned queues",
         "stuck_queues": "distinct stuck queues",
-        "max_lag": "largest lag of the day",
-        "max_time_lag_seconds": "oldest unconsumed message age of the day",
+        "max_lag": "largest lag of the day (null for a BROADCASTING group: its offsets live on the clients)",
+        "max_time_lag_seconds": "oldest unconsumed message age of the day (null for a BROADCASTING group)",
         "rebalances": "rows of gold.rebalance_events",
         "findings": ("one string per kind, severity, topic and cause, most severe first; "
                      "producer findings on the group topics too"),
+        "sources": ("landing sources the day rests on, of offsets, connections, running_info, "
+                    "client_logs: how sure the findings are"),
     },
     "gold.incidents": {
         "_table": "one row per group, kind and cause of the day: what to fix",

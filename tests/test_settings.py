@@ -54,6 +54,23 @@ def test_unknown_time_zone_is_rejected(monkeypatch):
         load_settings()
 
 
+def test_per_host_log_zones_come_from_the_conf_in_order(tmp_path):
+    from jobs.ingest.client_logs import LogZones
+
+    conf = tmp_path / "zones.toml"
+    conf.write_text('[ingest.client_log_timezones]\n"k8s-*" = "UTC"\n"*" = "Asia/Tokyo"\n')
+    zones = load_settings(conf).ingest.log_zones()
+    assert zones == LogZones("GMT+8", (("k8s-*", "UTC"), ("*", "Asia/Tokyo")))
+    assert load_settings().ingest.log_zones() == "GMT+8"  # no map: the one zone
+
+
+def test_an_unknown_zone_for_a_host_names_the_host(tmp_path):
+    conf = tmp_path / "zones.toml"
+    conf.write_text('[ingest.client_log_timezones]\n"k8s-*" = "Mars/Olympus"\n')
+    with pytest.raises(SettingsError, match="k8s-\\*.*Mars/Olympus"):
+        load_settings(conf)
+
+
 def test_missing_conf_file_says_so(tmp_path):
     with pytest.raises(SettingsError, match="not found"):
         load_settings(tmp_path / "nope.toml")

@@ -14,6 +14,13 @@ Producer findings (gold.producer_findings, DESIGN.md §5.2) are listed for every
 whose owner falls behind, a broker starved for ``starved_warn_minutes``) raises the status.
 Every group seen in silver.queue_offsets that day has a row.
 
+Consumer models (issue #18, docs/consumer-models.md): a BROADCASTING group's clients keep their
+offsets in ``LocalFileOffsetStore``, so the broker's lag of such a group is no consumption
+measure: ``max_lag`` and ``max_time_lag_seconds`` are null and one INFO finding says why, with
+the broker's number. Data-quality findings (a host whose client-log clock is whole hours off
+running_info, ``jobs.rules.clocks``) are INFO lines. ``sources`` lists the landing sources the
+group's day rests on (``jobs.rules.sources``), so a reader knows how sure a finding is.
+
 ``findings``: one short string per (kind, severity, topic, root cause), most severe first, at
 most ``max_findings`` (then ``+N more``). Counts are distinct queues of each finding table,
 every severity included; ``rebalances`` counts gold.rebalance_events rows.
@@ -25,7 +32,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 COLUMNS = ["status", "orphaned_queues", "double_owned_queues", "stuck_queues", "max_lag",
-           "max_time_lag_seconds", "rebalances", "findings", "cluster", "group", "date"]
+           "max_time_lag_seconds", "rebalances", "findings", "sources", "cluster", "group", "date"]
 DAY_KEY = ["cluster", "group", "date"]
 RANKS = {"INFO": 1, "WARN": 2, "CRITICAL": 3}
 
@@ -86,6 +93,16 @@ def _producer_findings(producer_df: DataFrame) -> DataFrame:
                               _rank(F.col("severity")).alias("rank"), text.alias("text"))
 
 
+def _broadcast_findings(groups_df: DataFrame, models_df: DataFrame) -> DataFrame:
+    """One INFO line per broadcasting group: why its lag is null."""
+    broadcast = models_df.where("broadcasting").select("cluster", "group")
+    return groups_df.join(broadcast, on=["cluster", "group"], how="inner").select(
+        *DAY_KEY, F.lit(RANKS["INFO"]).alias("rank"), F.concat(
+            F.lit("INFO broadcast: offsets live on the clients (LocalFileOffsetStore); the broker's "
+                  "lag "), F.coalesce(F.col("max_lag").cast("string"), F.lit("n/a")),
+            F.lit(" is not consumption")).alias("text"))
+
+
 def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
     return df.groupBy(*DAY_KEY).agg(
         F.count_distinct("topic", "broker_name", "queue_id").alias(name))
@@ -95,10 +112,17 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
                        rebalance_events_df: DataFrame, queue_offsets_df: DataFrame,
                        rebalance_warn_count: int, max_findings: int = 10,
                        abandoned_df: DataFrame | None = None,
-                       producer_df: DataFrame | None = None) -> DataFrame:
+                       producer_df: DataFrame | None = None,
+                       models_df: DataFrame | None = None,
+                       sources_df: DataFrame | None = None,
+                       data_quality_df: DataFrame | None = None) -> DataFrame:
     """The gold finding tables (DESIGN.md §4 columns; only keys, ``severity``, ``root_cause``,
     minutes and the rebalance columns are read) and silver.queue_offsets in, gold.group_health
-    out; ``producer_df``: gold.producer_findings."""
+    out; ``producer_df``: gold.producer_findings; ``models_df``: ``jobs.rules.models``;
+    ``sources_df``: ``jobs.rules.sources.group_sources``; ``data_quality_df``: ``cluster, group,
+    date, text`` INFO lines (``jobs.rules.clocks``)."""
+    groups = queue_offsets_df.groupBy(*DAY_KEY).agg(
+        F.max("lag").alias("max_lag"), F.max("time_lag_seconds").alias("max_time_lag_seconds"))
     findings = (_queue_findings(orphaned_df, "orphaned", "orphaned_minutes")
                 .unionByName(_queue_findings(double_owned_df, "double-owned", "minutes"))
                 .unionByName(_queue_findings(stuck_df, "stuck", "stuck_minutes"))
@@ -107,6 +131,17 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
         findings = findings.unionByName(_abandoned_findings(abandoned_df))
     if producer_df is not None:
         findings = findings.unionByName(_producer_findings(producer_df))
+    if models_df is not None:
+        findings = findings.unionByName(_broadcast_findings(groups, models_df))
+        broadcast = models_df.where("broadcasting").select(
+            "cluster", "group", F.lit(True).alias("_broadcast"))
+        groups = groups.join(broadcast, on=["cluster", "group"], how="left").select(
+            *DAY_KEY,
+            *[F.when(F.col("_broadcast"), F.lit(None)).otherwise(F.col(c)).alias(c)
+              for c in ("max_lag", "max_time_lag_seconds")])
+    if data_quality_df is not None:
+        findings = findings.unionByName(data_quality_df.select(
+            *DAY_KEY, F.lit(RANKS["INFO"]).alias("rank"), "text"))
     listed = findings.groupBy(*DAY_KEY).agg(
         F.max("rank").alias("_rank"),
         F.transform(F.array_sort(F.collect_list(F.struct((-F.col("rank")).alias("k"), "text"))),
@@ -115,8 +150,9 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
         F.slice("_all", 1, max_findings),
         F.array(F.concat(F.lit("+"), (F.size("_all") - max_findings).cast("string"),
                          F.lit(" more"))))).otherwise(F.col("_all"))
-    groups = queue_offsets_df.groupBy(*DAY_KEY).agg(
-        F.max("lag").alias("max_lag"), F.max("time_lag_seconds").alias("max_time_lag_seconds"))
+    if sources_df is None:
+        sources_df = queue_offsets_df.select(*DAY_KEY).distinct().withColumn(
+            "sources", F.array(F.lit("offsets")))
     rebalances = rebalance_events_df.groupBy(*DAY_KEY).agg(
         F.count(F.lit(1)).alias("rebalances"))
     status = (F.when(F.col("_rank") == RANKS["CRITICAL"], F.lit("CRITICAL"))
@@ -129,6 +165,7 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
             .join(_distinct_queues(stuck_df, "stuck_queues"), on=DAY_KEY, how="left")
             .join(rebalances, on=DAY_KEY, how="left")
             .join(listed, on=DAY_KEY, how="left")
+            .join(sources_df.select(*DAY_KEY, "sources"), on=DAY_KEY, how="left")
             .select(status.alias("status"),
                     F.coalesce("orphaned_queues", F.lit(0)).cast("int").alias("orphaned_queues"),
                     F.coalesce("double_owned_queues", F.lit(0)).cast("int")
@@ -137,4 +174,5 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
                     "max_lag", "max_time_lag_seconds",
                     F.coalesce("rebalances", F.lit(0)).cast("int").alias("rebalances"),
                     F.coalesce(shown, F.array().cast("array<string>")).alias("findings"),
+                    F.coalesce("sources", F.array(F.lit("offsets"))).alias("sources"),
                     *DAY_KEY))

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
-from jobs.ingest.client_logs import parse_client_log_lines
+from jobs.ingest.client_logs import LogZones, host_of_source_file, parse_client_log_lines
 from jobs.ingest.json_sources import SourceFrames
 from jobs.ingest.landing_files import (
     files_frame,
@@ -35,11 +35,10 @@ EVENT_FIELDS = [f.name for f in CLIENT_LOG_EVENT_SCHEMA.fields
 
 def host_of(source_file) -> F.Column:
     """``client_logs/date=D/<host>/…`` → ``<host>`` (null for a file directly in the day folder)."""
-    host = F.regexp_extract(source_file, r"^[^/]+/date=[^/]+/([^/]+)/", 1)
-    return F.when(host != "", host)
+    return host_of_source_file(source_file)
 
 
-def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> DataFrame:
+def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str | LogZones) -> DataFrame:
     """Numbered log lines → parsed events plus ``_status`` and ``_reason`` (as for JSON sources)."""
     parsed = parse_client_log_lines(lines_df, zone,
                                     keep_columns=("_folder_date", "line", "_defect"))
@@ -66,7 +65,7 @@ def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str) -> Dat
 
 
 def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, run_id: str,
-                       ingested_at: dt.datetime, raw_max_chars: int, zone: str,
+                       ingested_at: dt.datetime, raw_max_chars: int, zone: str | LogZones,
                        stage: Stage = no_staging) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
     lines = read_lines(spark, files)

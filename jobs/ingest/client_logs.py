@@ -320,7 +320,53 @@ def _groups_of_a_match(text: Column, pattern: str, picks: Sequence[int]) -> Colu
             .otherwise(F.split(joined, _GROUP_SEP, len(picks))))
 
 
-def _with_header(zone: str, keep_columns: tuple[str, ...]):
+@dataclass(frozen=True)
+class LogZones:
+    """The wall-clock zone of each host's client log: ``by_host`` is ``(glob, zone)`` pairs tried
+    in order on the landing folder name (``client_logs/date=D/<host>/…``), ``default`` for the
+    rest (settings ``ingest.client_log_timezones`` and ``ingest.client_log_timezone``)."""
+
+    default: str
+    by_host: tuple[tuple[str, str], ...] = ()
+
+
+def host_of_source_file(source_file: Column) -> Column:
+    """``client_logs/date=D/<host>/…`` → ``<host>`` (null for a file directly in the day folder)."""
+    host = F.regexp_extract(source_file, r"^[^/]+/date=[^/]+/([^/]+)/", 1)
+    return F.when(host != "", host)
+
+
+def glob_regex(glob: str) -> str:
+    """A shell glob (``*``, ``?``) as an anchored regex both engines read alike: every other
+    character is a one-character class, so no escape syntax is involved."""
+    parts = []
+    for ch in glob:
+        if ch == "*":
+            parts.append(".*")
+        elif ch == "?":
+            parts.append(".")
+        elif ch.isalnum():
+            parts.append(ch)
+        elif ch in "]\\^":
+            parts.append("\\" + ch)
+        else:
+            parts.append(f"[{ch}]")
+    return "^" + "".join(parts) + "$"
+
+
+def log_wall_clock_to_utc(col: Column, zones: str | LogZones, source_file: Column) -> Column:
+    """:func:`wall_clock_to_utc` with the zone of the line's host (first matching glob)."""
+    if isinstance(zones, str):
+        return wall_clock_to_utc(col, zones)
+    expr = wall_clock_to_utc(col, zones.default)
+    host = host_of_source_file(source_file)
+    for glob, zone in reversed(zones.by_host):
+        expr = F.when(F.coalesce(host.rlike(glob_regex(glob)), F.lit(False)),
+                      wall_clock_to_utc(col, zone)).otherwise(expr)
+    return expr
+
+
+def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
     """Header fields of each line. Each projection computes what the next one reads as a column,
     so every regex runs once per line (neither engine reliably shares repeated expressions)."""
     def transform(df: DataFrame) -> DataFrame:
@@ -374,8 +420,8 @@ def _with_header(zone: str, keep_columns: tuple[str, ...]):
                 F.when(name == "cpp", F.regexp_replace(rest, _CPP_LOCATION, "")).otherwise(rest)
                 .alias("_rest"),
                 dated.alias("_dated"),
-                wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone)
-                .alias("ts"),
+                log_wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone,
+                                      F.col("_source_file")).alias("ts"),
                 F.upper(f[1]).alias("level"),
                 thread.alias("thread"),
                 logger.alias("logger"),
@@ -507,13 +553,14 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     )
 
 
-def parse_client_log_lines(lines_df: DataFrame, zone: str, *,
+def parse_client_log_lines(lines_df: DataFrame, zone: str | LogZones, *,
                            keep_columns: Sequence[str] = ()) -> DataFrame:
     """Parse raw client-log lines into one ``CLIENT_LOG_EVENT_SCHEMA`` row per line.
 
     Input columns: ``_source_file`` string, ``_line_no`` long, ``line`` string (the raw line, CR
     and LF endings allowed). ``zone`` is the zone of the logs' wall clock (``GMT+8`` by default,
-    setting ``ingest.client_log_timezone``).
+    setting ``ingest.client_log_timezone``), or a :class:`LogZones` giving it per host (setting
+    ``ingest.client_log_timezones``, read off ``_source_file``).
 
     ``event`` is null for a line that matches no template: other RocketMQ lines, stack-trace
     continuations, blank and null lines; the caller counts those (DESIGN.md §3.4). ``ts``,

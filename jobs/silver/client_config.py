@@ -38,6 +38,22 @@ def _int_prop(key: str) -> Column:
     return F.col("properties").getItem(key).try_cast("long")
 
 
+def pop_aware_consume_type() -> Column:
+    """``PROP_CONSUME_TYPE``, or ``CONSUME_POP`` for a 5.x push consumer that pops.
+
+    A push consumer in pop mode reports ``CONSUME_PASSIVELY`` (its ``consumeType()``) in both its
+    heartbeat and running info; what tells it is ``clientRebalance=false`` with an empty
+    ``mqTable`` (its queues are in ``mqPopTable``, which the landing record does not carry). A
+    broker-assigned (``clientRebalance=false``, PULL mode) client that holds no queue at that
+    moment reads the same; it owns nothing then, so nothing is lost (docs/consumer-models.md)."""
+    props = F.col("properties")
+    pops = ((F.lower(F.trim(props.getItem("clientRebalance"))) == "false")
+            & (F.coalesce(F.size("mq_table"), F.lit(0)) <= 0)
+            & ~F.coalesce(F.upper(props.getItem("messageModel")) == "BROADCASTING", F.lit(False))
+            & ~F.coalesce(F.lower(props.getItem("PROP_CONSUMEORDERLY")) == "true", F.lit(False)))
+    return F.when(pops, F.lit("CONSUME_POP")).otherwise(props.getItem("PROP_CONSUME_TYPE"))
+
+
 def build_client_config(running_info_df: DataFrame) -> DataFrame:
     """Bronze running_info → one row per (group, client_id, snapshot) with parsed properties.
 
@@ -54,7 +70,7 @@ def build_client_config(running_info_df: DataFrame) -> DataFrame:
         _int_prop("consumeTimeout").alias("consume_timeout_minutes"),
         _int_prop("pullThresholdForQueue").alias("pull_threshold_for_queue"),
         F.col("properties").getItem("messageModel").alias("message_model"),
-        F.col("properties").getItem("PROP_CONSUME_TYPE").alias("consume_type"),
+        pop_aware_consume_type().alias("consume_type"),
         (F.lower(F.col("properties").getItem("PROP_CONSUMEORDERLY")) == "true").alias("is_orderly"),
         F.col("properties").getItem("PROP_CLIENT_VERSION").alias("client_version"),
         F.when(start_ms > 0, F.timestamp_millis(start_ms)).alias("consumer_started_at"),

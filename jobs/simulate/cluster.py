@@ -24,6 +24,7 @@ import random
 from dataclasses import dataclass, field
 
 from jobs.replay.reference import MessageQueue, allocate, sorted_cid_all, sorted_mq_all
+from jobs.simulate import consumer_kinds
 from jobs.simulate.scenario import Client, Scenario, parse_time_ms
 
 HEARTBEAT_MS = 30_000  # heartbeatBrokerInterval (facts §4)
@@ -192,8 +193,11 @@ class Cluster:
     def _process(self, client: Client, start: int, stop: int | None, kind: str, pid: int,
                  nanotime: int | None) -> Process:
         version = client.version_tuple
+        group_kind = self.scenario.group(client.group).kind
         if client.instance_name:
             instance = client.instance_name
+        elif consumer_kinds.keeps_default_instance(group_kind):
+            instance = "DEFAULT"
         elif version >= (4, 9, 0):
             # changeInstanceNameToPID: "<pid>#<System.nanoTime()>" from 4.9.0 (facts §3)
             instance = f"{pid}#{nanotime if nanotime is not None else self.rng.randrange(10**13, 10**15)}"
@@ -204,7 +208,9 @@ class Cluster:
             idx=len(self.processes), spec=client, group=client.group,
             client_id=f"{client.ip}@{instance}", pid=pid,
             host=client.host or f"{client.name}-{client.ip}", addr=addr, version=version,
-            strategy=client.strategy, topics=list(client.subscriptions) + [retry_topic(client.group)],
+            strategy=client.strategy,
+            topics=list(client.subscriptions) + ([retry_topic(client.group)]
+                                                 if consumer_kinds.subscribes_retry(group_kind) else []),
             start_ms=start, stop_ms=stop, stop_kind=kind,
             ports={b: self.rng.randrange(32768, 61000) for b in self.brokers},
             hb_phase_ms=(int(client.heartbeat_phase * 1000) if client.heartbeat_phase is not None
@@ -273,6 +279,10 @@ class Cluster:
                 p = c.process
                 label = "CLIENT_LEFT" if p.stop_kind == "clean" else "CLIENT_EXPIRED"
                 self.membership.append(MembershipEvent(t, group, label, p.idx))
+        kind = self.scenario.group(group).kind
+        if not consumer_kinds.rebalances(kind):
+            self._static_ownership(kind, members)
+            return
         # evaluation times per member: its start, every notification, periodic runs that follow
         owned: dict[tuple[int, str], tuple[MessageQueue, ...]] = {}
         runs: list[tuple[int, int, str]] = []
@@ -306,6 +316,16 @@ class Cluster:
                         self.log_events.append(LogEvent(p.stop_ms - 2, p.idx, "persist_removed",
                                                         {"queues": owned[(p.idx, topic)]}))
                     self.changes.append(OwnershipChange(p.stop_ms, p.idx, topic, (), dead=True))
+
+    def _static_ownership(self, kind: str, members: list[Process]) -> None:
+        """Broadcast, pop and assign() consumers: the queues are held from start to stop."""
+        for p in members:
+            held = consumer_kinds.static_queues(kind, p, members, self.mq_all)
+            for topic, queues in held.items():
+                if queues:
+                    self.changes.append(OwnershipChange(p.start_ms + REGISTER_DELAY_MS, p.idx, topic, queues))
+                    if p.stop_ms is not None:
+                        self.changes.append(OwnershipChange(p.stop_ms, p.idx, topic, (), dead=True))
 
     def _rebalance_topic(self, p: Process, topic: str, t: int,
                          owned: dict[tuple[int, str], tuple[MessageQueue, ...]]) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jobs.replay.reference import MessageQueue
+from jobs.simulate import consumer_kinds, log_zones
 from jobs.simulate.cluster import DAY_MS, Cluster, Process, retry_topic
 from jobs.simulate.scenario import Scenario, parse_time_ms
 from jobs.simulate.writers import Clock, LandingFiles, log_line
@@ -95,7 +96,8 @@ class Flow:
             topics = []
             for p in members:
                 topics += [t for t in p.topics if t not in topics and not t.startswith("%RETRY%")]
-            topics.append(retry_topic(group.name))
+            if consumer_kinds.subscribes_retry(group.kind):
+                topics.append(retry_topic(group.name))
             self.group_topics[group.name] = topics
             for topic in topics:
                 for mq in cluster.mq_all[topic]:
@@ -130,6 +132,9 @@ class Flow:
         self.cap = np.zeros(n_gq)  # msgs per ms the owners can finish
         self.last_consume = np.zeros(n_gq, dtype=np.int64)
         self.prev_commit = self.commit.copy()
+        # broadcast clients keep their offsets locally: the broker's stays where it was (consumer_kinds)
+        self.gq_commits = np.array([consumer_kinds.commits_to_broker(scenario.group(g).kind)
+                                    for g, _ in self.gq_keys], dtype=bool)
         self.owners: list[list[int]] = [[] for _ in range(n_gq)]
         self.proc_owned: list[dict[str, tuple[MessageQueue, ...]]] = [{} for _ in cluster.processes]
         self.proc_gqs: list[list[int]] = [[] for _ in cluster.processes]
@@ -192,12 +197,14 @@ class Flow:
         self.conn_static: dict[tuple[int, str], str] = {}
         self.ri_head: dict[int, str] = {}
         for p in self.cluster.processes:
+            kind = self.scenario.group(p.group).kind
+            consume_type, message_model = consumer_kinds.connection_fields(kind)
             for broker in self.cluster.brokers:
                 self.conn_static[(p.idx, broker)] = (
                     f'"cluster":"{c}","group":"{p.group}","client_id":"{p.client_id}",'
                     f'"client_addr":"{p.addr}:{p.ports[broker]}","broker_name":"{broker}","language":"JAVA",'
-                    f'"version":"{p.client_version}","consume_type":"CONSUME_PASSIVELY",'
-                    f'"message_model":"CLUSTERING","consume_from_where":"CONSUME_FROM_LAST_OFFSET",')
+                    f'"version":"{p.client_version}","consume_type":"{consume_type}",'
+                    f'"message_model":"{message_model}","consume_from_where":"CONSUME_FROM_LAST_OFFSET",')
             group = self.scenario.group(p.group)
             props = {
                 "adjustThreadPoolNumsThreshold": "100000",
@@ -215,6 +222,8 @@ class Flow:
                 "PROP_CONSUMER_START_TIMESTAMP": str(self.clock.epoch(p.start_ms)),
                 "PROP_NAMESERVER_ADDR": "10.0.9.2:9876;10.0.9.3:9876;", "PROP_THREADPOOL_CORE_SIZE": "20",
             }
+            props.update(consumer_kinds.property_overrides(kind, p.version))
+            props = {k: v for k, v in props.items() if v != ""}
             self.ri_head[p.idx] = (f'"cluster":"{c}","group":"{p.group}","client_id":"{p.client_id}",'
                                    f'"properties":{json.dumps(props, sort_keys=True, separators=(",", ":"))},')
 
@@ -236,7 +245,7 @@ class Flow:
         for mq in gone:
             i = self.gq_index[(p.group, mq)]
             self.owners[i].remove(p.idx)
-            if not ch.dead:
+            if not ch.dead and self.gq_commits[i]:
                 self.bco[i] = self.commit[i]  # removeUnnecessaryMessageQueue persists first (facts §2.5)
             if not self.owners[i]:
                 self.pinned[i] = False
@@ -297,7 +306,7 @@ class Flow:
             in_out = out_from <= t < self.window[1]
             owned = self.owner_n > 0
             # 1. the owners' persist during the step: the broker learns the commit of the step start
-            self.bco = np.where(owned, self.commit, self.bco)
+            self.bco = np.where(owned & self.gq_commits, self.commit, self.bco)
             # 2. production
             hour = ((t % DAY_MS) / 3_600_000.0)
             wave = 1.0 + self.tq_diurnal * math.cos(2 * math.pi * (hour - 6.0) / 24.0)
@@ -541,6 +550,8 @@ class Flow:
             if group.client_ip == "none":
                 out.append("null")
                 continue
+            # consumerProgress -s reads the owners' mqTable: none from pop or pre-5.1.1 lite pull
+            owners = [o for o in owners if consumer_kinds.reports_mq_table(group.kind, procs[o].version)]
             if group.admin_unanswered:
                 cut = self._unanswered_from(group)
                 owners = [o for o in owners if cut is None or procs[o].client_id < cut]
@@ -560,8 +571,15 @@ class Flow:
         return reported
 
     def _mq_table(self, p: Process, ts: int, commit: list[int]) -> str:
+        if not consumer_kinds.reports_mq_table(self.groups[p.group].kind, p.version):
+            return "[]"
         rows = []
         epoch = self.clock.epoch
+        # orderly: the queue lock is renewed every 20 s (consumer_kinds.locks_queues)
+        lock = (f'"locked":true,"try_unlock_times":0,"last_lock_timestamp":'
+                f'{epoch(ts - (ts - p.start_ms) % consumer_kinds.LOCK_RENEW_MS)},'
+                if consumer_kinds.locks_queues(self.groups[p.group].kind)
+                else '"locked":false,"try_unlock_times":0,"last_lock_timestamp":0,')
         for i in self.proc_gqs[p.idx]:
             _, mq = self.gq_keys[i]
             c = commit[i]
@@ -576,12 +594,14 @@ class Flow:
                 f'{{"topic":"{mq.topic}","broker_name":"{mq.broker_name}","queue_id":{mq.queue_id},'
                 f'"commit_offset":{c},"cached_msg_min_offset":{lo},"cached_msg_max_offset":{hi},'
                 f'"cached_msg_count":{count},"cached_msg_size_mib":{size},"transaction_msg_min_offset":0,'
-                f'"transaction_msg_max_offset":0,"transaction_msg_count":0,"locked":false,"try_unlock_times":0,'
-                f'"last_lock_timestamp":0,"dropped":false,"last_pull_timestamp":{epoch(ts - 37)},'
+                f'"transaction_msg_max_offset":0,"transaction_msg_count":0,{lock}'
+                f'"dropped":false,"last_pull_timestamp":{epoch(ts - 37)},'
                 f'"last_consume_timestamp":{lc}}}')
         return "[" + ",".join(rows) + "]"
 
     def _status(self, p: Process) -> str:
+        if not consumer_kinds.reports_status_table(self.groups[p.group].kind):
+            return "[]"
         rows = []
         for topic in p.topics:
             gqs = [i for i in self.proc_gqs[p.idx] if self.gq_keys[i][1].topic == topic]
@@ -651,4 +671,5 @@ class Flow:
             by_host.setdefault((procs[proc].host, folder), []).append((t, proc, text))
         for (host, _), rows in sorted(by_host.items()):
             rows.sort(key=lambda r: r[0])
-            self.files.write_log(host, rows[0][0], [r[2] for r in rows])
+            self.files.write_log(host, rows[0][0], [log_zones.as_written(r[2], procs[r[1]].spec.log_timezone)
+                                                    for r in rows])

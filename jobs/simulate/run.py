@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+from jobs.simulate import consumer_kinds
 from jobs.simulate.cluster import DAY_MS, Cluster
 from jobs.simulate.flow import Flow
 from jobs.simulate.scenario import Scenario, ScenarioError, load_scenario, parse_time_ms
@@ -42,6 +43,7 @@ def simulate(scenario: str | Scenario, date: dt.date, landing: Path, *, seed: in
     logged = {g.name for g in full.groups if g.persist_logged}
     for p in cluster.processes:
         p.log_persist = p.group in logged and (p.group not in fill or p.group in fill[:FILL_PERSIST_LOGGED])
+        p.log_persist = p.log_persist and consumer_kinds.logs_persist(full.group(p.group).kind)
     files = LandingFiles(landing, clock, gzip_level=6 if scale == "S" else 1,
                          landing_format=landing_format)
     flow = Flow(full, cluster, seed, clock, span, files)

@@ -101,6 +101,8 @@ class Group(_Model):
     # every later connection (ordered by client id)
     admin_unanswered: list[str] = Field(default_factory=list)
     subscriptions_every: int = Field(1, ge=1)  # connection rounds carrying subscriptions
+    # consumer kind (jobs.simulate.consumer_kinds): push | orderly | broadcast | pop | lite_pull | lite_pull_assign
+    kind: Literal["push", "orderly", "broadcast", "pop", "lite_pull", "lite_pull_assign"] = "push"
 
 
 class Client(_Model):
@@ -121,6 +123,8 @@ class Client(_Model):
     subscriptions: list[str] = Field(min_length=1)
     consume_rate: float | None = Field(None, gt=0)  # msgs/s this process can finish; None = 4x its load
     heartbeat_phase: float | None = Field(None, ge=0, lt=30)  # seconds into each 30 s heartbeat period
+    # the zone this JVM's logback writes rocketmq_client.log in (a JVM started with -Duser.timezone=UTC)
+    log_timezone: Literal["GMT+8", "UTC"] = "GMT+8"
 
     @field_validator("strategy")
     @classmethod

@@ -54,8 +54,10 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     seen = _observable_owners(ts, tr.connection_ts)
     episodes: list[Episode] = []
     abandoned = _abandoned_groups(cluster, flow, ts)
+    # broadcast and pop groups own no queue exclusively: no queue findings (DESIGN.md §5.1)
+    no_ownership = {g.name for g in scenario.groups if g.kind in ("broadcast", "pop")}
     for gq in flow.tracked:
-        if flow.gq_keys[gq][0] in abandoned:
+        if flow.gq_keys[gq][0] in abandoned | no_ownership:
             continue
         advanced = _advanced(gq, ts, tr)
         episodes += [_from_previous_snapshot(e, ts, tr) for e in _runs(

@@ -40,7 +40,8 @@ def run_layers(spark, landing, staging, settings=Settings()):
     silver.update({k: stage(v, f"silver.{k}")
                    for k, v in derived_silver_frames(silver, settings).items()})
     gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings, stage).items()}
-    gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(gold, silver, settings).items()})
+    gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(gold, silver, settings,
+                                                                  bronze["client_log_events"]).items()})
     return {"bronze": bronze, "silver": silver, "gold": gold}
 
 

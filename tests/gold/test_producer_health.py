@@ -49,10 +49,11 @@ def test_group_health_lists_producer_findings_per_consuming_group_and_only_warn_
     hot = "WARN producer HOT_QUEUE orders broker-a/3 (90.0 min)"
     starved = "INFO producer BROKER_STARVED orders broker-b (4.0 min)"
     expected = spark.createDataFrame([
-        ("WARN", 0, 0, 0, 5, 7.5, 0, [hot, starved], "c1", "g-ok", DAY),
-        ("WARN", 0, 0, 0, 5, 7.5, 0, [hot, starved], "c1", "g-slow", DAY),
-        ("OK", 0, 0, 0, 5, 7.5, 0, ["INFO producer QUEUE_COUNT_SKEW audit (120.0 min)"], "c1", "g-audit", DAY),
-        ("OK", 0, 0, 0, 5, 7.5, 0, [], "c1", "g-none", DAY),
+        ("WARN", 0, 0, 0, 5, 7.5, 0, [hot, starved], ["offsets"], "c1", "g-ok", DAY),
+        ("WARN", 0, 0, 0, 5, 7.5, 0, [hot, starved], ["offsets"], "c1", "g-slow", DAY),
+        ("OK", 0, 0, 0, 5, 7.5, 0, ["INFO producer QUEUE_COUNT_SKEW audit (120.0 min)"], ["offsets"],
+         "c1", "g-audit", DAY),
+        ("OK", 0, 0, 0, 5, 7.5, 0, [], ["offsets"], "c1", "g-none", DAY),
     ], HEALTH)
     assert_frames(actual, expected)
 

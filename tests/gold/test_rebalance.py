@@ -38,7 +38,7 @@ HEALTH_OFFSETS = ("cluster string, group string, topic string, broker_name strin
                   "ts timestamp, lag long, time_lag_seconds double, date date")
 HEALTH = ("status string, orphaned_queues int, double_owned_queues int, stuck_queues int, "
           "max_lag long, max_time_lag_seconds double, rebalances int, findings array<string>, "
-          "cluster string, group string, "
+          "sources array<string>, cluster string, group string, "
           "date date")
 
 
@@ -203,13 +203,13 @@ def test_group_health_status_is_the_highest_severity_and_info_counts_as_ok(spark
             "CRITICAL orphaned tb ×2 SUBSCRIPTION_INCONSISTENT (up to 39.0 min)",
             "CRITICAL stuck tb ×1 NO_OWNER (up to 39.0 min)",
             "WARN double-owned ta ×1 DUPLICATE_CLIENT_ID (up to 2.0 min)"],
-         "c1", "g-crit", DAY),
+         ["offsets"], "c1", "g-crit", DAY),
         ("OK", 1, 0, 0, 7, 10.5, 1, [
             "INFO orphaned t ×1 REBALANCE_GAP (up to 3.0 min)",
-            "INFO rebalance t CLIENT_LEFT at 10:01:00 moved 8"], "c1", "g-info", DAY),
+            "INFO rebalance t CLIENT_LEFT at 10:01:00 moved 8"], ["offsets"], "c1", "g-info", DAY),
         ("WARN", 0, 0, 0, 0, 0.0, 1, ["WARN flapping tb SUBSCRIPTION_CHANGED 240.0/h"],
-         "c1", "g-flap", DAY),
-        ("OK", 0, 0, 0, 3, 4.5, 0, [], "c1", "g-ok", DAY),
+         ["offsets"], "c1", "g-flap", DAY),
+        ("OK", 0, 0, 0, 3, 4.5, 0, [], ["offsets"], "c1", "g-ok", DAY),
     ], HEALTH)
     assert_frames(actual, expected_df)
 
@@ -223,7 +223,7 @@ def test_group_health_with_an_empty_stuck_frame_counts_no_stuck_queues(spark):
                                 _offsets(spark, [("g", 20)]), 10)
     expected_df = spark.createDataFrame([
         ("WARN", 1, 0, 0, 20, 30.0, 0, ["WARN orphaned t ×1 NO_LIVE_CONSUMER (up to 2.0 min)"],
-         "c1", "g", DAY)], HEALTH)
+         ["offsets"], "c1", "g", DAY)], HEALTH)
     assert_frames(actual, expected_df)
 
 
@@ -237,7 +237,7 @@ def test_group_health_flags_churn_and_cuts_the_findings_list(spark):
     expected_df = spark.createDataFrame([
         ("WARN", 0, 0, 0, 0, 0.0, 3, ["WARN churn 3 rebalances",
                                  "INFO rebalance t FLAPPING at 10:00:00 moved 1", "+2 more"],
-         "c1", "g", DAY)], HEALTH)
+         ["offsets"], "c1", "g", DAY)], HEALTH)
     assert_frames(actual, expected_df)
 
 

@@ -85,9 +85,10 @@ def test_running_info_properties_give_the_model_and_orderliness(spark):
     props = {"messageModel": "BROADCASTING", "PROP_CONSUME_TYPE": "CONSUME_ACTIVELY",
              "PROP_CONSUMEORDERLY": "true"}
     bronze = spark.createDataFrame(
-        [("c", "g", "a@1", at(0), props, DAY, "f", 1)],
+        [("c", "g", "a@1", at(0), props, [("t",)], DAY, "f", 1)],
         "cluster string, group string, client_id string, ts timestamp, "
-        "properties map<string,string>, date date, _source_file string, _line_no int")
+        "properties map<string,string>, mq_table array<struct<topic:string>>, date date, "
+        "_source_file string, _line_no int")
     (row,) = build_client_config(bronze).collect()
     assert (row.message_model, row.consume_type, row.is_orderly) == (
         "BROADCASTING", "CONSUME_ACTIVELY", True)
