@@ -20,7 +20,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20
 _BOM = b"\xef\xbb\xbf"
 
 # C0 control characters other than tab, CR, LF and ESC: never in a JSON line (JSON escapes them)
@@ -60,7 +60,8 @@ def read_chunks(path: Path, broken: list[str]) -> Iterator[bytes]:
             while data:
                 started = True
                 try:
-                    out = inflater.decompress(data)
+                    # at most a chunk out at a time: a compressed chunk inflates many times over
+                    out = inflater.decompress(data, CHUNK_BYTES)
                 except zlib.error as exc:
                     broken.append(CORRUPT_GZIP + str(exc))
                     return
@@ -71,7 +72,7 @@ def read_chunks(path: Path, broken: list[str]) -> Iterator[bytes]:
                     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
                     started = bool(data)
                 else:
-                    data = b""
+                    data = inflater.unconsumed_tail
         tail = inflater.flush()
         if tail:
             yield tail

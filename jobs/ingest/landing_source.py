@@ -6,9 +6,12 @@ memory (``benchmarks/RESULTS.md``: numbering lines by a window over each file so
 in one partition; Sail exposes no file order and ignores PERMISSIVE). Both engines run it: classic
 Spark in its Python workers, Sail (pysail) in its own Python, with Arrow record batches.
 
-Partitions: one per file, and a large plain file is cut at line ends into byte ranges of about
-``split_bytes``; the driver counts the lines before each cut (``plan_ranges``), so every range
-knows its first line number. A gzip file is one partition (it cannot be entered mid-stream).
+Partitions: a large plain file is cut at line ends into byte ranges of about ``split_bytes``; the
+driver counts the lines before each cut (``plan_ranges``), so every range knows its first line
+number. A gzip file is one range (it cannot be entered mid-stream). Ranges are then packed into
+partitions of up to ``split_bytes`` (``pack_ranges``), and a partition yields one batch per
+``CHUNK_BYTES`` read: both bound what a read holds in memory on Sail, whose reader threads run
+ahead of the plan.
 
 Lines are split as Hadoop's and Sail's text readers split them: at ``\\n``, ``\\r\\n`` and a lone
 ``\\r``; a last line without a terminator counts, an empty file has no lines. A leading UTF-8
@@ -152,6 +155,38 @@ def plan_ranges(files: list[tuple[str, str, str]], split_bytes: int) -> list[Fil
                 first += _count_lines(handle, start, end)
                 start = end
     return ranges
+
+
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """One partition: consecutive ranges read one after the other, together about
+    ``split_bytes`` at most (``pack_ranges``)."""
+
+    ranges: tuple[FileRange, ...]
+
+
+def _range_bytes(part: FileRange) -> int:
+    end = Path(part.path).stat().st_size if part.end is None else part.end
+    return end - part.start
+
+
+def pack_ranges(ranges: list[FileRange], split_bytes: int) -> list[RangeGroup]:
+    """``ranges`` in order, packed into groups of up to ``split_bytes`` (a larger range is a
+    group of its own), as Spark's file sources pack small files into one split.
+
+    Fewer partitions bound the memory of a read: Sail starts every partition of a scan at once,
+    each in its own thread that runs ahead of the plan by up to 16 batches, so a day of hundreds
+    of small files was held almost whole while Spark parsed it."""
+    groups: list[list[FileRange]] = []
+    size = 0
+    for part in ranges:
+        part_bytes = _range_bytes(part)
+        if not groups or size + part_bytes > split_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(part)
+        size += part_bytes
+    return [RangeGroup(tuple(group)) for group in groups]
 
 
 def range_chunks(part: FileRange, broken: list[str]) -> Iterator[bytes]:
@@ -390,17 +425,19 @@ class LandingReader(DataSourceReader):
         self.split_bytes = int(options.get("split_bytes", SPLIT_BYTES))
         self.run_day = int(options.get("run_day", 0))
 
-    def partitions(self) -> list[FileRange]:
+    def partitions(self) -> list[RangeGroup]:
         # RocketMQ's own outputs are parsed as whole files (jobs.ingest.native_landing)
         native = [f for f in self.files if is_native(self.rows, f[0])]
         ranges = plan_ranges([f for f in self.files if f not in native], self.split_bytes)
         ranges += plan_ranges(native, 1 << 62)
         # a source without lines still needs one (empty) partition on both engines
-        return ranges or [FileRange("", "", "1970-01-01", 0, 0, 1)]
+        return pack_ranges(ranges, self.split_bytes) or [RangeGroup(())]
 
-    def read(self, partition: FileRange) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
-        if not partition.path:
-            return
+    def read(self, partition: RangeGroup) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        for part in partition.ranges:
+            yield from self.read_range(part)
+
+    def read_range(self, partition: FileRange) -> Iterator[pa.RecordBatch]:
         broken: list[str] = []
         blocks = decoded_blocks(range_chunks(partition, broken), broken, partition.first_line)
         source = json_source(self.rows)

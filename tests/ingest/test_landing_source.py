@@ -8,11 +8,17 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.ingest.file_integrity import decoded_blocks
+from jobs.ingest.file_integrity import decoded_blocks, read_chunks
 from jobs.ingest.json_lines import NOT_OBJECT, RecordReader, record_ts_micros
 from jobs.ingest.json_records import classify_json_lines
 from jobs.ingest.landing_files import list_landing_files
-from jobs.ingest.landing_source import LINES, plan_ranges, range_chunks, read_landing
+from jobs.ingest.landing_source import (
+    LINES,
+    pack_ranges,
+    plan_ranges,
+    range_chunks,
+    read_landing,
+)
 from schemas.landing import CONNECTIONS, OFFSETS, RUNNING_INFO
 
 D = dt.date(2025, 11, 21)
@@ -63,6 +69,25 @@ def test_a_crlf_split_between_counting_chunks_is_one_line_end(tmp_path, monkeypa
 def test_a_gzip_file_is_one_range(tmp_path):
     path = write(tmp_path / "a.jsonl.gz", gzip.compress(b"1\n2\n" * 1000, mtime=0))
     assert len(plan_ranges([("f", str(path), "2025-11-21")], 10)) == 1
+
+
+def test_small_files_share_a_partition_and_a_large_range_has_its_own(tmp_path):
+    files = [(name, str(write(tmp_path / name, b"x\n" * (size // 2))), "2025-11-21")
+             for name, size in [("a", 40), ("b", 40), ("c", 30), ("d", 200), ("e", 10)]]
+    groups = pack_ranges(plan_ranges(files, 100), 100)
+    assert [[r.rel_path for r in g.ranges] for g in groups] == [
+        ["a", "b"], ["c"], ["d"], ["d"], ["e"]]
+    assert [r.first_line for r in groups[2].ranges + groups[3].ranges] == [1, 52]
+
+
+def test_a_gzip_file_inflates_in_bounded_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr("jobs.ingest.file_integrity.CHUNK_BYTES", 64)
+    data = b"".join(b"line %d\n" % i for i in range(2000))
+    members = gzip.compress(data[:5000], mtime=0) + gzip.compress(data[5000:], mtime=0)
+    broken: list[str] = []
+    chunks = list(read_chunks(write(tmp_path / "a.log.gz", members), broken))
+    assert b"".join(chunks) == data and broken == []
+    assert max(len(c) for c in chunks) <= 64
 
 
 def test_a_file_read_in_many_ranges_is_numbered_in_file_order(spark, tmp_path):
