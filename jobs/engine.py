@@ -120,8 +120,8 @@ def _apply_common_conf(spark: SparkSession) -> None:
 
 def _limit_sail_memory(pool_mib: int) -> None:
     """Give the embedded server a bounded ``fair`` memory pool (0: unbounded): sorts and
-    aggregates beyond it spill to temporary files. Unbounded, numbering the lines of a large
-    landing file sorts it in memory; a pool halves that peak in the same time. Off by default:
+    aggregates beyond it spill to temporary files (silver's sorts and windows over a day's
+    snapshots are the largest; docs/engines.md). Off by default:
     Sail 0.7.2's hash-join build sides do not spill, so a pool too small for a day's joins fails
     the run (``HashJoinInput``; benchmarks/RESULTS.md). Sail reads these
     ``SAIL_*`` variables when its server starts; the setting always decides, so a value
