@@ -3,18 +3,14 @@ engines: claim lifetimes, N/A, client_ip claims (issue #17 cases 1-4)."""
 
 from chispa import assert_df_equality
 
-from jobs.silver.queue_state import build_queue_state
-from tests.rules.frames import MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
+from tests.rules.frames import at, claim, connected, queue_state_of, snapshots
 
 WINDOW, GAP, ROUND = 90, 300, 30
 RESULT = "queue_id int, ts timestamp, owners array<string>, owned_by_ip_only boolean"
 
 
 def owners_of(spark, offsets, claims, members):
-    state = build_queue_state(spark.createDataFrame(offsets, OFFSETS_SCHEMA),
-                              spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
-                              spark.createDataFrame(members, MEMBERS_SCHEMA), WINDOW, GAP,
-                              ROUND)
+    state = queue_state_of(spark, offsets, claims, members, WINDOW, GAP, ROUND)
     return state.select("queue_id", "ts", "owners", "owned_by_ip_only")
 
 
