@@ -121,16 +121,25 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
     }
 
 
+def member_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+    """silver.member_context: the live members per snapshot, liveness computed once here."""
+    d = settings.detection
+    return {
+        "member_context": build_member_context(
+            silver["queue_offsets"], silver["group_members"], silver["client_subscriptions"],
+            silver["client_config"], d.liveness_window_seconds, d.max_snapshot_gap_seconds),
+    }
+
+
 def derived_silver_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
-    """Silver tables built from other silver tables: owners and live members per snapshot."""
+    """Silver tables built from other silver tables, member_context (``member_frames``) stored
+    first: the owners per snapshot."""
     d = settings.detection
     return {
         "queue_state": build_queue_state(
             silver["queue_offsets"], silver["queue_ownership"], silver["group_members"],
-            d.liveness_window_seconds, d.max_snapshot_gap_seconds, d.running_info_round_seconds),
-        "member_context": build_member_context(
-            silver["queue_offsets"], silver["group_members"], silver["client_subscriptions"],
-            silver["client_config"], d.liveness_window_seconds, d.max_snapshot_gap_seconds),
+            silver["member_context"], d.liveness_window_seconds, d.max_snapshot_gap_seconds,
+            d.running_info_round_seconds),
     }
 
 
@@ -304,6 +313,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             return staged
 
         silver = write_layer("silver", silver_frames(stored, settings))
+        silver.update(write_layer("silver", member_frames(silver, settings)))
         silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
         silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
         gold = write_layer("gold", gold_frames(

@@ -2,8 +2,8 @@
 transforms whose docstrings state the rule. silver/ and gold/ modules are table builders over
 these; a newcomer reads the rules here.
 
-- ``liveness``: who is live at a snapshot, with how many processes (§5, §3.2); silver stores it
-  once (silver.queue_state, silver.member_context).
+- ``liveness``: who is live at a snapshot, with how many processes (§5, §3.2); computed and
+  stored once, in silver.member_context, which silver.queue_state and the gold detectors read.
 - ``claims``: ownership claims and their lifetimes (§5, §5.1 "Claims"), client_ip claims, which
   groups have an ownership source at all.
 - ``evidence``: what a snapshot proves by itself (§5.1 "Evidence, not absence").

@@ -1,5 +1,7 @@
 """silver.member_context: per group, offsets snapshot and live client id, what the member says
-about itself — the view the root causes of DESIGN.md §5 are judged against."""
+about itself — the view the root causes of DESIGN.md §5 are judged against. It is the one
+stored product of liveness (``jobs.rules.liveness.live_processes``): silver.queue_state and
+the gold detectors read who was live, with how many processes, from here."""
 
 from __future__ import annotations
 

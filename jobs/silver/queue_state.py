@@ -1,7 +1,8 @@
 """silver.queue_state: who owns each queue at each offsets snapshot, with liveness applied.
 
 The rules are in ``jobs.rules``: claims and their lifetimes (``claims``), liveness
-(``liveness``), what a snapshot proves by itself (``evidence``). Owners are the live claimants,
+(``liveness``), what a snapshot proves by itself (``evidence``). Who is live at a snapshot is
+read from silver.member_context, where it is computed and stored once. Owners are the live claimants,
 one entry per process; where no claim names a live owner, the live members at the
 ``consumerProgress -s`` owner IP (then ``owned_by_ip_only``). ``N/A`` with a committed offset
 that did not move and lag leaves only the owners whose own running info or ``[persistAll]``
@@ -17,7 +18,7 @@ from pyspark.sql import functions as F
 from jobs.columns import same_columns
 from jobs.rules.claims import claim_lifetimes, claims_in_force, ip_claimants
 from jobs.rules.evidence import answered_running_info_claims, nobody_consumes_per_broker
-from jobs.rules.liveness import live_processes, liveness_ends
+from jobs.rules.liveness import liveness_ends
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 SNAPSHOT_KEY = QUEUE_KEY + ["ts"]
@@ -58,7 +59,8 @@ def _with_claimants(snaps: DataFrame, claims_df: DataFrame, name: str) -> DataFr
 
 def live_per_snapshot(live_df: DataFrame) -> DataFrame:
     """Per (group, snapshot ts): ``_live``, the live ids with their process counts
-    (``live_processes``; a group has a handful)."""
+    (silver.member_context rows, ``jobs.rules.liveness.live_processes``; a group has a
+    handful)."""
     # the cast drops column metadata from the struct's fields: Sail rejected a lambda over
     # structs whose fields carried it from some inputs and not from others
     member = F.struct("client_id", "processes").cast("struct<client_id:string,processes:int>")
@@ -75,12 +77,15 @@ def live_owners(claimed_by: Column, live: Column) -> Column:
 
 
 def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
-                      members_df: DataFrame, liveness_window_seconds: int,
-                      max_snapshot_gap_seconds: int, running_info_round_seconds: int) -> DataFrame:
+                      members_df: DataFrame, member_context_df: DataFrame,
+                      liveness_window_seconds: int, max_snapshot_gap_seconds: int,
+                      running_info_round_seconds: int) -> DataFrame:
     """One row per offsets snapshot of a queue with ``owners`` (one entry per live owning process,
     sorted), ``owner_count``, ``claimed_by`` (every claimant, live or not) and the broker's view.
-    ``running_info_round_seconds``: the answers of one running-info poll of a group lie within
-    this (``answered_running_info_claims``)."""
+    ``member_context_df``: silver.member_context (who is live at each snapshot of the group);
+    ``members_df``: silver.group_members (when each client stops being live, for the claims
+    that hold until then). ``running_info_round_seconds``: the answers of one running-info poll
+    of a group lie within this (``answered_running_info_claims``)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
@@ -94,8 +99,8 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
     claimed = _with_claimants(snaps, claims_in_force(lifetimes), "claimed_by")
     claimed = _with_claimants(claimed, claims_in_force(answered), "answered_by")
-    live = live_per_snapshot(live_processes(snaps.select("cluster", "group", "ts").distinct(),
-                                            members_df, liveness_window_seconds))
+    live = live_per_snapshot(member_context_df.select("cluster", "group", "ts", "client_id",
+                                                      "processes"))
     empty = F.array().cast("array<string>")
     claimed_by = F.coalesce("claimed_by", empty)
     by_claims = live_owners(claimed_by, F.col("_live"))

@@ -183,6 +183,8 @@ class Cluster:
             if fault.kind in ("client_leaves", "consumer_crash") and fault.clients == [client.name]:
                 stop = parse_time_ms(fault.at)
                 kind = "clean" if fault.kind == "client_leaves" else "unclean"
+            if fault.kind == "client_joins" and fault.clients == [client.name]:
+                start = parse_time_ms(fault.at)
         self.processes.append(self._process(client, start, stop, kind, client.pid, client.nanotime))
         if stop is not None and client.restart_after:
             version = tuple(int(x) for x in client.version.split("."))

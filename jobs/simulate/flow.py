@@ -71,6 +71,8 @@ class Track:
     owners: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
     # times of the written connections rounds: DESIGN.md §5 liveness is read from them
     connection_ts: list[int] = field(default_factory=list)
+    # running-info answers of the tracked groups: (ts, process, the gqs its mq_table listed)
+    running_info: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
 
 
 class Flow:
@@ -147,7 +149,8 @@ class Flow:
         # the exporter's collection second plus its fixed run time; connections/running_info vary
         self.offsets_phase_ms = int(prng.integers(100, 1000))
         self.track = Track()
-        self.tracked = [i for i, (g, _) in enumerate(self.gq_keys) if g in self.tracked_groups()]
+        self.tracked_group_names = self.tracked_groups()
+        self.tracked = [i for i, (g, _) in enumerate(self.gq_keys) if g in self.tracked_group_names]
         for i in self.tracked:
             self.track.emitted[i] = []
             self.track.broker_offset[i] = []
@@ -528,8 +531,14 @@ class Flow:
                     continue
                 ri.append(f'{{"ts":"{iso8}",{self.ri_head[p.idx]}"subscriptions":{self._subs(p)},'
                           f'"mq_table":{self._mq_table(p, ts_ri, commit)},"status_table":{self._status(p)}}}')
+                self._track_answer(ts_ri, p)
         self.files.write_lines("running_info", ts_ri, "part-00000.jsonl", ri)
         self.prev_commit = self.commit.copy()
+
+    def _track_answer(self, t: int, p: Process) -> None:
+        """Ground truth of what a running-info answer listed (stale listings, DESIGN.md §5.1)."""
+        if p.group in self.tracked_group_names:
+            self.track.running_info.append((t, p.idx, tuple(self.proc_gqs[p.idx])))
 
     def running_info_processes(self, group: str, t: int) -> list[Process]:
         seen: dict[str, Process] = {}

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 STRATEGY_NAMES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 FAULT_KINDS = ("duplicate_client_id", "subscription_inconsistent", "strategy_inconsistent",
-               "client_leaves", "slow_message", "consumer_crash")
+               "client_leaves", "slow_message", "consumer_crash", "client_joins")
 BUILTIN_PACKAGE = "jobs.simulate.scenarios"
 
 _TIME = re.compile(r"^(-)?(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$")
@@ -231,7 +231,7 @@ class Scenario(_Model):
                         raise ValueError(f"{where} needs {key}")
                 if topics[fault.topic].queues.get(fault.broker_name, 0) <= fault.queue_id:
                     raise ValueError(f"{where}: {fault.topic} has no queue {fault.broker_name}/{fault.queue_id}")
-            if fault.kind in ("client_leaves", "consumer_crash"):
+            if fault.kind in ("client_leaves", "consumer_crash", "client_joins"):
                 if len(fault.clients) != 1 or fault.at is None:
                     raise ValueError(f"{where} needs exactly one client and 'at'")
             if fault.kind == "duplicate_client_id" and len(fault.clients) < 2:

@@ -45,6 +45,7 @@ class Episode:
     gq: int
     first: int  # snapshot index
     last: int
+    owners: tuple[int, ...] = ()  # stale: the processes the data shows as owners at ``first``
 
 
 def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, seed: int,
@@ -56,6 +57,7 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     abandoned = _abandoned_groups(cluster, flow, ts)
     # broadcast and pop groups own no queue exclusively: no queue findings (DESIGN.md §5.1)
     no_ownership = {g.name for g in scenario.groups if g.kind in ("broadcast", "pop")}
+    stale = _stale_listings(scenario, cluster, flow)
     for gq in flow.tracked:
         if flow.gq_keys[gq][0] in abandoned | no_ownership:
             continue
@@ -64,6 +66,8 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
             gq, ts, tr, "orphan",
             lambda k, gq=gq, advanced=advanced: not (seen[k] and tr.owners[gq][k]) and not advanced[k])]
         episodes += _runs(gq, ts, tr, "double", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) >= 2)
+        episodes += [Episode(e.kind, e.gq, e.first, e.last, tuple(stale[gq][e.first])) for e in _runs(
+            gq, ts, tr, "stale", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) < 2 and bool(stale[gq][k]))]
         episodes += _stuck_runs(gq, ts, tr)
     episodes = [e for e in episodes if _keep(e, ts, tr)]
     faults_out = []
@@ -88,6 +92,54 @@ def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
     only when their liveness can be read off the data (DESIGN.md §5) — not at the day's first
     snapshot, which comes before the day's first connections round."""
     return [any(t - LIVENESS_MS < c <= t for c in connection_ts) for t in ts]
+
+
+def _live_in_data(cluster: Cluster, connection_ts: list[int], proc: int, t: int) -> bool:
+    """Live by DESIGN.md §5: a connections round in (t − liveness_window, t] listed a channel of
+    the process (a clean stop unregisters at once; a crash's channel stays until expiry)."""
+    p = cluster.processes[proc]
+    return any(t - LIVENESS_MS < c <= t and any(
+        ch.process.idx == proc and ch.register_ms <= c and (ch.remove_ms is None or c < ch.remove_ms)
+        for ch in cluster.channels[p.group]) for c in connection_ts)
+
+
+def _stale_listings(scenario: Scenario, cluster: Cluster, flow: Flow) -> dict[int, list[list[int]]]:
+    """Per tracked queue and snapshot, the owners the data shows there besides the real ones when
+    a stale running info still lists it (DESIGN.md §5.1 "Claims"; ``[]`` otherwise): a client's
+    running info lists what it held when it answered and holds until its next answer (at most
+    ``max_snapshot_gap``), while the queue moved at a rebalance in between (facts §2.2 step 5:
+    the old owner drops it at once). Counted when the lister is live in the connections and a
+    real owner shows in the data too — live, with a claim of its own: its ``rebalanced result
+    changed`` line (logged at the take, when the group ships client logs) or its own latest
+    running info. A lister that crashed is no STALE_OWNER (it answers no round again). The
+    result is the listers plus those owners, as processes."""
+    tr = flow.track
+    ts = tr.snapshot_ts
+    out: dict[int, list[list[int]]] = {gq: [[] for _ in ts] for gq in flow.tracked}
+    answers = sorted(tr.running_info)
+    latest: dict[int, tuple[int, frozenset[int]]] = {}
+    a = 0
+    for k, t in enumerate(ts):
+        while a < len(answers) and answers[a][0] <= t:
+            at, proc, gqs = answers[a]
+            latest[proc] = (at, frozenset(gqs))
+            a += 1
+        listing = {proc: gqs for proc, (at, gqs) in latest.items() if t - at <= MAX_GAP_MS}
+        for proc, gqs in listing.items():
+            for gq in gqs:
+                owners = tr.owners.get(gq)
+                if owners is None or proc in owners[k] or not owners[k]:
+                    continue
+                # a crashed lister has no next answer to drop it: its stale id is a restart's or
+                # crash's gap (DESIGN.md §5.1 "Restarts"), not a STALE_OWNER
+                if not cluster.processes[proc].alive(t) or not _live_in_data(
+                        cluster, tr.connection_ts, proc, t):
+                    continue
+                shown = [o for o in owners[k] if _live_in_data(cluster, tr.connection_ts, o, t) and (
+                    scenario.group(cluster.processes[o].group).client_logs or gq in listing.get(o, ()))]
+                if shown:
+                    out[gq][k] = sorted(set(out[gq][k]) | {proc} | set(shown))
+    return out
 
 
 def _abandoned_groups(cluster: Cluster, flow: Flow, ts: list[int]) -> set[str]:
@@ -186,7 +238,7 @@ def _keep(e: Episode, ts: list[int], tr) -> bool:
 
 
 def _severity(cause: str, lag_end: int, span_ms: int) -> str:
-    if cause == "REBALANCE_GAP":
+    if cause in ("REBALANCE_GAP", "STALE_OWNER"):
         return "INFO"
     return "CRITICAL" if lag_end >= CRITICAL_LAG or span_ms >= CRITICAL_MS else "WARN"
 
@@ -205,8 +257,9 @@ def _episode_row(e: Episode, flow: Flow, clock: Clock, cause: str | None, cluste
         row |= {"first_seen": clock.iso_z(ts[e.first]), "last_seen": clock.iso_z(ts[e.last]),
                 "orphaned_minutes": round(span / 60_000, 3), "lag_start": lag_start, "lag_end": lag_end,
                 "root_cause": cause, "would_be_owner": extra.get("would_be_owner")}
-    elif e.kind == "double":
-        owners = sorted(cluster.processes[p].client_id for p in tr.owners[e.gq][e.first])
+    elif e.kind in ("double", "stale"):
+        owners = sorted(cluster.processes[p].client_id
+                        for p in (e.owners if e.kind == "stale" else tr.owners[e.gq][e.first]))
         row |= {"owners": owners, "first_seen": clock.iso_z(ts[e.first]), "last_seen": clock.iso_z(ts[e.last]),
                 "minutes": round(span / 60_000, 3), "root_cause": cause}
     else:
@@ -250,6 +303,13 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
                                       released_at=clock.iso_z(s.released_ms) if s.released_ms is not None else None))
             queues.append(mq)
             continue
+        if e.kind == "stale":
+            # the membership change moved the queue; a stale running info still lists it
+            if fault.kind in ("client_joins", "client_leaves"):
+                claimed.add(i)
+                double.append(_episode_row(e, flow, clock, "STALE_OWNER", cluster))
+                queues.append(mq)
+            continue
         cause = ORPHAN_CAUSE.get(fault.kind)
         if cause is None:
             continue
@@ -271,9 +331,11 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
             stuck.append(_episode_row(e, flow, clock, "NO_OWNER", cluster))
     if fault.kind == "subscription_inconsistent":
         events = _subscription_flapping(fault, cluster, clock, window)
-    if fault.kind in ("client_leaves", "consumer_crash"):
+    if fault.kind in ("client_leaves", "consumer_crash", "client_joins"):
         events = _rebalance_events(fault, cluster, flow, clock, window)
-        if fault.kind == "client_leaves":
+        if fault.kind == "client_joins":
+            queues += [MessageQueue(r["topic"], b, q) for r in events for b, q in r.pop("_moved")]
+        elif fault.kind == "client_leaves":
             whatif = _whatif(fault, cluster, procs[0].start_ms, start)
             queues += [MessageQueue(r["topic"], b, q) for r in events for b, q in r.pop("_moved")]
         else:
@@ -302,7 +364,7 @@ def _fault_window(fault: Fault, cluster: Cluster, flow: Flow, window: tuple[int,
         s = next(s for s in flow.slow if s.gq == flow.gq_index[(fault.group, MessageQueue(
             fault.topic, fault.broker_name, fault.queue_id))])
         return s.at_ms, s.released_ms if s.released_ms is not None else window[1]
-    if fault.kind == "client_leaves":
+    if fault.kind in ("client_leaves", "client_joins"):
         at = parse_time_ms(fault.at)
         return at, at
     if fault.kind == "consumer_crash":

@@ -11,6 +11,7 @@ from jobs.pipeline import (
     derived_silver_frames,
     gold_frames,
     health_frames,
+    member_frames,
     silver_frames,
 )
 from jobs.settings import Settings
@@ -37,8 +38,8 @@ def run_layers(spark, landing, staging, settings=Settings()):
     bronze = bronze_frames(spark, landing, DAY, settings, "test", dt.datetime(2025, 11, 22), stage)
     bronze = {k: stage(v, f"bronze.{k}") for k, v in bronze.items()}
     silver = {k: stage(v, f"silver.{k}") for k, v in silver_frames(bronze, settings).items()}
-    silver.update({k: stage(v, f"silver.{k}")
-                   for k, v in derived_silver_frames(silver, settings).items()})
+    for frames in (member_frames, derived_silver_frames):
+        silver.update({k: stage(v, f"silver.{k}") for k, v in frames(silver, settings).items()})
     gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings, stage).items()}
     gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(gold, silver, settings,
                                                                   bronze["client_log_events"]).items()})

@@ -5,7 +5,7 @@ them is gone."""
 import pytest
 
 from jobs.simulate.run import simulate
-from tests.gold.conftest import expected, run_layers
+from tests.gold.conftest import expected, iso, run_layers
 from tests.gold.test_orphaned_queues import double_key, found, orphan_key
 
 WINDOW = ("09:50", "10:20")
@@ -54,7 +54,7 @@ def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
     faulty = {f["group"] for f in truth["faults"]}
     gold = layers["gold"]
     health = {r.group: r for r in gold["group_health"].collect()}
-    assert len(health) == 9
+    assert len(health) == 10
     for group, row in health.items():
         if group not in faulty:
             assert row.status == "OK", (group, row.findings)
@@ -112,6 +112,32 @@ def test_an_abandoned_group_is_one_info_note(real_day):
     assert len(row.findings) == 1 and row.findings[0].startswith("INFO abandoned: ")
 
 
+def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
+    """Case 4: a client joins right after a running-info round. The old owners drop the moved
+    queues at once and the new owners log the take, but the old owners' running infos list
+    them until the next round: STALE_OWNER (INFO), the rows the truth computes from the answers
+    the simulator wrote. The join itself is one CLIENT_JOINED event."""
+    from tests.gold.test_rebalance import event_key
+
+    truth, layers = real_day("real-cluster")
+    group = "GID_ri_3min_join"
+    gold = layers["gold"]
+    want = [r for r in expected(truth, "expected_double_owned_queues") if r["group"] == group]
+    assert len(want) == 3 and {(r["root_cause"], r["severity"]) for r in want} == {
+        ("STALE_OWNER", "INFO")}
+    assert found(gold["double_owned_queues"].where(f"`group` = '{group}'"), double_key) == sorted(
+        double_key(r) for r in want)
+    events = []
+    for r in gold["rebalance_events"].where(f"`group` = '{group}'").collect():
+        d = r.asDict()
+        d["ts"] = iso(d["ts"])
+        events.append(event_key(d))
+    assert events == [event_key(r) for r in expected(truth, "expected_rebalance_events")
+                      if r["group"] == group]
+    (health,) = [r for r in gold["group_health"].collect() if r.group == group]
+    assert health.status == "OK"
+
+
 def test_partial_subscription_records_make_no_storm(real_day):
     """Case 9."""
     _, layers = real_day("partial-subscriptions")
@@ -135,7 +161,7 @@ def test_rocketlens_run_on_the_real_cluster_day_flags_only_the_faults(tmp_path):
     out = run_cli("sql", "SELECT `group`, status, findings FROM gold.group_health", "--lake",
                   str(lake), "--format", "json").stdout
     health = [json.loads(line) for line in out.splitlines() if line.strip()]
-    assert len(health) == 9
+    assert len(health) == 10
     loud = [(h["group"], h["status"], h["findings"]) for h in health
             if h["group"] not in faulty and (h["status"] != "OK" or any(
                 f.startswith(("WARN", "CRITICAL")) for f in h["findings"]))]

@@ -38,3 +38,17 @@ def claim(client_id, queue_id, source, start, end=None, group="g"):
 
 def connected(client_id, minutes, processes=1, group="g"):
     return [("c", group, at(m, 5), client_id, processes) for m in minutes]
+
+
+def queue_state_of(spark, offsets, claims, members, window=90, gap=300, round_seconds=30):
+    """silver.queue_state over hand-built offsets, claims and connection rows, with the live
+    members per snapshot as the pipeline stores them in silver.member_context."""
+    from jobs.rules.liveness import live_processes
+    from jobs.silver.queue_state import build_queue_state
+
+    offsets_df = spark.createDataFrame(offsets, OFFSETS_SCHEMA)
+    members_df = spark.createDataFrame(members, MEMBERS_SCHEMA)
+    live = live_processes(offsets_df.select("cluster", "group", "ts").distinct(), members_df,
+                          window)
+    return build_queue_state(offsets_df, spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
+                             members_df, live, window, gap, round_seconds)

@@ -5,8 +5,7 @@ client), so it is a stuck SLOW_MESSAGE — not an orphan, not NO_OWNER."""
 
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.rules.models import MODELS_SCHEMA
-from jobs.silver.queue_state import build_queue_state
-from tests.rules.frames import DAY, MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
+from tests.rules.frames import DAY, at, claim, connected, queue_state_of, snapshots
 
 RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
                    consume_concurrently_max_span=2000, critical_lag=10000, critical_minutes=30)
@@ -32,10 +31,7 @@ def pinned_day(spark):
                + snapshots(1, MINUTES, client_ip="N/A", advance=0))
     claims = [claim("a@1", q, "running_info", at(m, 3), at(m + 1, 3))
               for q in (0, 1) for m in range(-1, 8)]
-    state = build_queue_state(spark.createDataFrame(offsets, OFFSETS_SCHEMA),
-                              spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
-                              spark.createDataFrame(connected("a@1", range(-1, 9)), MEMBERS_SCHEMA),
-                              90, 300, 30)
+    state = queue_state_of(spark, offsets, claims, connected("a@1", range(-1, 9)), 90, 300, 30)
     pq = [("c", "g", "a@1", at(m, 3), "t", "b", 1, 1000, 1000, 1000 + 10 * m, 1, False, at(m, 1),
            DAY) for m in MINUTES]
     return state, build_stuck_queues(

@@ -3,18 +3,14 @@ engines: claim lifetimes, N/A, client_ip claims (issue #17 cases 1-4)."""
 
 from chispa import assert_df_equality
 
-from jobs.silver.queue_state import build_queue_state
-from tests.rules.frames import MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA, at, claim, connected, snapshots
+from tests.rules.frames import at, claim, connected, queue_state_of, snapshots
 
 WINDOW, GAP, ROUND = 90, 300, 30
 RESULT = "queue_id int, ts timestamp, owners array<string>, owned_by_ip_only boolean"
 
 
 def owners_of(spark, offsets, claims, members):
-    state = build_queue_state(spark.createDataFrame(offsets, OFFSETS_SCHEMA),
-                              spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
-                              spark.createDataFrame(members, MEMBERS_SCHEMA), WINDOW, GAP,
-                              ROUND)
+    state = queue_state_of(spark, offsets, claims, members, WINDOW, GAP, ROUND)
     return state.select("queue_id", "ts", "owners", "owned_by_ip_only")
 
 
@@ -121,3 +117,22 @@ def test_a_client_ip_does_not_add_owners_to_a_claimed_queue(spark):
     claims = [claim("10.0.0.1@7", 0, "persist_log", at(0, 55), at(2, 5))]
     actual = owners_of(spark, offsets, claims, members)
     check(spark, actual, [(0, at(1), ["10.0.0.1@7"], False), (0, at(2), ["10.0.0.1@7"], False)])
+
+
+def test_owners_are_the_live_members_silver_member_context_stored(spark):
+    """Liveness is computed once (silver.member_context) and queue_state reads it rather than
+    the connection records: a claimant the stored context lists with 2 processes owns twice, and
+    one it does not list owns nothing, whatever group_members says."""
+    from jobs.silver.queue_state import build_queue_state
+    from tests.rules.frames import MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA
+
+    offsets = spark.createDataFrame(snapshots(0, range(1, 4)), OFFSETS_SCHEMA)
+    claims = spark.createDataFrame([claim("a@1", 0, "rebalance_log", at(0))], OWNERSHIP_SCHEMA)
+    members = spark.createDataFrame(connected("a@1", range(5)), MEMBERS_SCHEMA)
+    stored = spark.createDataFrame([("c", "g", at(1), "a@1", 1), ("c", "g", at(2), "a@1", 2)],
+                                   "cluster string, group string, ts timestamp, "
+                                   "client_id string, processes int")
+    state = build_queue_state(offsets, claims, members, stored, WINDOW, GAP, ROUND)
+    check(spark, state.select("queue_id", "ts", "owners", "owned_by_ip_only"),
+          [(0, at(1), ["a@1"], False), (0, at(2), ["a@1", "a@1"], False),
+           (0, at(3), [], False)])
