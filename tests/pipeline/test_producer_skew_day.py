@@ -24,7 +24,7 @@ QUIET_TOPICS = {"audit-steady", "small-keyed", "idle-feed"}
 @pytest.fixture(scope="module")
 def skew_day(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("producer-skew")
-    truth = simulate("producer-skew", DAY, root / "landing", seed=0, window=("09:00", "09:45"))
+    truth = simulate("producer-skew", DAY, root / "landing", seed=0, window=("10:00", "10:45"))
     gold = run_layers(spark, root / "landing", root / "staging", SETTINGS)["gold"]
     gold.update(incident_frames(gold, spark.createDataFrame([], INCIDENTS_SCHEMA), SETTINGS))
     return truth, gold
