@@ -152,3 +152,24 @@ def test_a_real_3x_route_line_with_odl_is_read(spark):
     assert rows == [("%RETRY%testConsumer", "licp", 6, True, None), ("TBW102", "licp", 7, True, None),
                     ("TopicTest", "licp", 6, True, None)]
     assert write_perm_losses(lines).count() == 0
+
+
+def test_order_at_risk_becomes_a_warn_incident_of_the_orderly_group_with_its_remediation(spark):
+    from jobs.gold.group_health import build_group_health
+    from jobs.gold.incidents import REMEDIATION, SCHEMA, build_incidents
+    from tests.gold.test_producer_health import FINDINGS, _empty, _offsets
+
+    finding = spark.createDataFrame([
+        (START.date(), "c1", "orders", "broker-b", None, "ORDER_AT_RISK", at(10), at(25), 15.0, 0.5, 0.125,
+         ["g-slow"], "broker-b left the publish list", "WARN")], FINDINGS)
+    orphaned, double, stuck, events = _empty(spark)
+    [incident] = build_incidents(orphaned, double, stuck, events, spark.createDataFrame([], SCHEMA), 10,
+                                 producer_df=finding).collect()
+    assert (incident.group, incident.kind, incident.cause, incident.severity, incident.queues) == (
+        "g-slow", "PRODUCER", "ORDER_AT_RISK", "WARN", ["orders/broker-b"])
+    assert incident.remediation == REMEDIATION[("PRODUCER", "ORDER_AT_RISK")]
+    assert "orderTopicConf" in incident.remediation
+    health = {r.group: (r.status, r.findings) for r in build_group_health(
+        orphaned, double, stuck, events, _offsets(spark), 10, producer_df=finding).collect()}
+    assert health["g-slow"] == ("WARN", ["WARN producer ORDER_AT_RISK orders broker-b (15.0 min)"])
+    assert health["g-ok"] == ("OK", [])
