@@ -11,7 +11,8 @@ on-call engineer fixes once, whatever the number of queues:
 - ``PRODUCER``: the rows of gold.producer_findings (DESIGN.md §5.2), one per group of their
   ``groups`` (the groups consuming the topic), ``cause`` = the finding; ``queues`` holds
   ``topic/broker_name/queue_id`` for HOT_QUEUE, ``topic/broker_name`` for BROKER_STARVED and
-  ORDER_AT_RISK (whose ``groups`` are the orderly ones) and ``topic`` for QUEUE_COUNT_SKEW (the columns the finding leaves null are left out).
+  ORDER_AT_RISK (whose ``groups`` are the orderly ones) and ``topic`` for QUEUE_COUNT_SKEW (the
+  columns the finding leaves null are left out).
 
 ``severity`` is the highest of the rows; ``first_seen``/``last_seen`` (UTC) span them; ``queues``
 lists ``topic/broker_name/queue_id`` sorted; ``evidence`` is the most severe, longest row's
