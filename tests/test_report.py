@@ -81,7 +81,7 @@ def test_report_renders_its_plots_in_headless_chromium(report, tmp_path):
     out, _ = report
     dom = _chromium(out, tmp_path, "--dump-dom").stdout
     page = out.read_text()
-    figures = page.count('id="heatmap-') + page.count('id="timeline-')
+    figures = page.count('id="heatmap-') + page.count('id="timeline-') + page.count('id="load-')
     assert dom.count('<figure class="plot"') == figures
     assert dom.count("<svg") >= figures and "<image" in dom  # heatmaps are raster cells
 

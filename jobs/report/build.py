@@ -20,6 +20,7 @@ from jobs import lake as lake_mod
 MAX_POINTS = 300  # time buckets per timeline / heatmap column count
 MAX_FINDINGS = 40  # timelines drawn, most severe first; the rest are listed
 MAX_HEATMAPS = 20
+HOT_QUEUE_COLOUR = "#7b3294"
 MAX_LOAD_PLOTS = 10  # topics with producer findings drawn (per-queue share of the day)
 PAD = dt.timedelta(minutes=30)  # timeline context around a finding
 SEVERITY_RANK = {"CRITICAL": 0, "WARN": 1, "INFO": 2, "OK": 3}
@@ -221,27 +222,31 @@ def _queue_shares(spark, lake, day, topics: list[dict]) -> dict[tuple, list[dict
 
 def _load_figure(topic: dict, rows: list[dict]):
     """Per-queue share of the topic's messages per UTC hour, the even share dashed; the queue of a
-    HOT_QUEUE in red, the queues of a starved or lost broker dotted, their windows shaded."""
+    HOT_QUEUE in purple, the queues of a starved or lost broker dotted, their windows shaded."""
     plt = _pyplot()
     queues = sorted({(r["broker_name"], r["queue_id"]) for r in rows})
     even = 1.0 / len(queues)
     hot = {(f["broker_name"], f["queue_id"]) for f in topic["findings"] if f["finding"] == "HOT_QUEUE"}
     lost = {f["broker_name"] for f in topic["findings"] if f["finding"] in ("BROKER_STARVED", "ORDER_AT_RISK")}
     fig, ax = plt.subplots(figsize=(10, 3.2))
-    for broker, queue in queues:
+    # no red, green or orange: those mark ownership states elsewhere in the report
+    palette = plt.get_cmap("viridis")
+    for i, (broker, queue) in enumerate(queues):
         pts = sorted((r["hour"], r["share"]) for r in rows
                      if (r["broker_name"], r["queue_id"]) == (broker, queue) and r["share"] is not None)
         if not pts:
             continue
-        style = ({"color": "#d62728", "lw": 2.2} if (broker, queue) in hot else
-                 {"ls": ":", "lw": 1.4} if broker in lost else {"lw": 0.9, "alpha": 0.7})
+        colour = palette(i / max(1, len(queues) - 1) * 0.9)
+        style = ({"color": HOT_QUEUE_COLOUR, "lw": 2.2} if (broker, queue) in hot else
+                 {"color": colour, "ls": ":", "lw": 1.4} if broker in lost else
+                 {"color": colour, "lw": 0.9, "alpha": 0.8})
         ax.step([h for h, _ in pts], [v for _, v in pts], where="post", label=f"{broker}:{queue}", **style)
     ax.axhline(even, color="#555", ls="--", lw=1, label=f"even share {even:.1%}")
     for f in topic["findings"]:
         if f["finding"] in ("HOT_QUEUE", "BROKER_STARVED", "ORDER_AT_RISK") and f["first_seen"]:
             start = f["first_seen"].hour + f["first_seen"].minute / 60
             end = f["last_seen"].hour + f["last_seen"].minute / 60 if f["last_seen"] else 24
-            ax.axvspan(start, max(end, start + 0.1), color="#ff7f0e", alpha=0.10, lw=0)
+            ax.axvspan(start, max(end, start + 0.1), color="#888888", alpha=0.15, lw=0)
     ax.set_xlim(0, 24)
     ax.set_xticks(range(0, 25, 2))
     ax.set_xlabel("hour (UTC)")
@@ -410,21 +415,6 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
     parts.append(f"<h2>Status of the last {STRIP_DAYS} days (gold.group_health)</h2>")
     parts.append("<p class='note'>O OK, W WARN, C CRITICAL; · the day is not in the lake.</p>")
     parts.append(_strip_table(days, strip))
-    producer_topics = _producer_topics(spark, lake, day)
-    shares = _queue_shares(spark, lake, day, producer_topics)
-    parts.append("<h2>Producer load: per-queue share of the day (gold.queue_load)</h2>")
-    load_plots = 0
-    for topic in producer_topics:
-        rows = shares.get((topic["cluster"], topic["topic"]))
-        for f in topic["findings"]:
-            parts.append(f"<div class='finding'><b>{html.escape(f['finding'])} · {html.escape(topic['topic'])} · "
-                         f"{html.escape(f['severity'])}</b><br>{html.escape(f['evidence'] or '')}</div>")
-        if rows:
-            title = f"per-queue share · {topic['topic']} ({topic['cluster']})"
-            parts.append(_svg(_load_figure(topic, rows), f"load-{load_plots}", title))
-            load_plots += 1
-    if not producer_topics:
-        parts.append("<p>No producer findings: every topic's producers spread their messages evenly.</p>")
     parts.append("<h2>Ownership heatmaps (queue × time)</h2>")
     parts.append("<p class='note'>Per affected group and topic: green owned by one live process, "
                  "red orphaned (no live owner), orange double-owned.</p>")
@@ -450,6 +440,21 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
     if len(findings) > len(drawn):
         parts.append(f"<p class='note'>{len(findings) - len(drawn)} more findings not drawn; "
                      "query them with rocketlens sql.</p>")
+    producer_topics = _producer_topics(spark, lake, day)
+    shares = _queue_shares(spark, lake, day, producer_topics)
+    parts.append("<h2>Producer load: per-queue share of the day (gold.queue_load)</h2>")
+    load_plots = 0
+    for topic in producer_topics:
+        rows = shares.get((topic["cluster"], topic["topic"]))
+        for f in topic["findings"]:
+            parts.append(f"<div class='finding'><b>{html.escape(f['finding'])} · {html.escape(topic['topic'])} · "
+                         f"{html.escape(f['severity'])}</b><br>{html.escape(f['evidence'] or '')}</div>")
+        if rows:
+            title = f"per-queue share · {topic['topic']} ({topic['cluster']})"
+            parts.append(_svg(_load_figure(topic, rows), f"load-{load_plots}", title))
+            load_plots += 1
+    if not producer_topics:
+        parts.append("<p>No producer findings: every topic's producers spread their messages evenly.</p>")
     if not heatmaps and not timelines and not load_plots:
         parts.append("<p class='note'>No plots for this day.</p>")
     parts.append("</body></html>")
