@@ -210,6 +210,9 @@ class Producers:
 
     def _faulted_step(self, ft: _FaultedTopic, t: int, dt_ms: int, lam: float) -> np.ndarray:
         start = t - dt_ms
+        if not any(s < t and start < e for fs in ft.faults.values() for s, e in map(_fault_span, fs)) and \
+                all(until <= start for shun in ft.shun_until for until in shun.values()):
+            return self.rng.poisson(np.full(len(ft.brokers), lam / len(ft.brokers)))  # nothing shunned
         expected = np.zeros(len(ft.brokers))
         stored_probes = np.zeros(len(ft.brokers))
         per_instance = lam / len(ft.shun_until)
