@@ -24,7 +24,7 @@ from jobs.gold.group_health import build_group_health
 from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
 from jobs.gold.incidents import build_incidents
 from jobs.gold.orphaned_queues import OrphanRules, explain_orphan_episodes, orphaned_snapshots_of_day
-from jobs.gold.producer_findings import build_producer_findings, producer_rules
+from jobs.gold.producer_findings import build_producer_findings, orderly_groups, producer_rules
 from jobs.gold.queue_load import build_queue_load
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
@@ -202,8 +202,11 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             silver["queue_offsets"], silver["member_context"], models, stage,
             queue_load),
         "queue_load": queue_load,
+        # ORDER_AT_RISK: orderly groups from running info; the publish-list losses come from the
+        # master-down windows (DESIGN.md §5.3) and route lines (jobs.rules.route_lines) once parsed
         "producer_findings": build_producer_findings(silver["queue_offsets"],
-                                                     producer_rules(settings)),
+                                                     producer_rules(settings),
+                                                     orderly_groups_df=orderly_groups(silver["client_config"])),
     }
     return gold
 

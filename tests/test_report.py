@@ -49,6 +49,10 @@ def test_report_is_one_self_contained_file(report):
     assert refs and all(r.startswith(("data:", "#")) for r in refs), \
         sorted({r for r in refs if not r.startswith(("data:", "#"))})
     assert page.count('id="heatmap-') >= 3 and page.count('id="timeline-') >= 10
+    # producer-skew's topics with a finding get their per-queue share plot of the day
+    for topic in ("orders-keyed", "payments-routed", "events-uneven"):
+        assert f'aria-label="per-queue share · {topic} (rmq-prod)"' in page
+    assert page.count('id="load-') == 3
     assert page.count("<svg") == page.count('class="plot"')
     assert out.stat().st_size <= MAX_REPORT_BYTES, out.stat().st_size
 
@@ -77,7 +81,7 @@ def test_report_renders_its_plots_in_headless_chromium(report, tmp_path):
     out, _ = report
     dom = _chromium(out, tmp_path, "--dump-dom").stdout
     page = out.read_text()
-    figures = page.count('id="heatmap-') + page.count('id="timeline-')
+    figures = page.count('id="heatmap-') + page.count('id="timeline-') + page.count('id="load-')
     assert dom.count('<figure class="plot"') == figures
     assert dom.count("<svg") >= figures and "<image" in dom  # heatmaps are raster cells
 

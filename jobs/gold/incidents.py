@@ -11,7 +11,8 @@ on-call engineer fixes once, whatever the number of queues:
 - ``PRODUCER``: the rows of gold.producer_findings (DESIGN.md §5.2), one per group of their
   ``groups`` (the groups consuming the topic), ``cause`` = the finding; ``queues`` holds
   ``topic/broker_name/queue_id`` for HOT_QUEUE, ``topic/broker_name`` for BROKER_STARVED and
-  ``topic`` for QUEUE_COUNT_SKEW (the columns the finding leaves null are left out).
+  ORDER_AT_RISK (whose ``groups`` are the orderly ones) and ``topic`` for QUEUE_COUNT_SKEW (the
+  columns the finding leaves null are left out).
 
 ``severity`` is the highest of the rows; ``first_seen``/``last_seen`` (UTC) span them; ``queues``
 lists ``topic/broker_name/queue_id`` sorted; ``evidence`` is the most severe, longest row's
@@ -126,6 +127,16 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "on 4.9.x, 30 s from 5.1.4): look at the broker's send latency, disk and page cache "
         "(broker busy / PCBUSY_CLEAN_QUEUE) in that window. Nothing is lost and consumers are not "
         "at fault; orderly senders with a selector are not moved by latency-fault avoidance."),
+    ("PRODUCER", "ORDER_AT_RISK"): (
+        "While this broker was out of the topic's publish list (its master down, or its write "
+        "permission off), SelectMessageQueueByHash computed |key.hashCode() % queues| over fewer "
+        "queues, so the broker's keys went to other queues and an orderly consumer may have "
+        "handled a key's newer messages before older ones still on that broker. Restore the "
+        "master or the write permission; where per-key order must survive a broker's loss, set "
+        "the topic's orderTopicConf on the name server (sends for that broker then fail and the "
+        "application can retry them instead of reordering) or run controller mode so the group "
+        "elects a new master (slave-acting-master keeps the broker read-only). Check the orderly "
+        "consumers' results for keys sent in that window."),
     ("PRODUCER", "QUEUE_COUNT_SKEW"): (
         "The brokers of this topic expose different queue counts; round robin gives every write "
         "queue the same share, so the broker with more queues takes more messages and its "

@@ -14,6 +14,13 @@ share (rocketmq-facts.md §7). Found here, from the broker offsets in silver.que
   sends, rocketmq-facts.md §7) or its write permission is off. ``INFO``; ``WARN`` from
   ``starved_warn_minutes``. Windows of the broker's master being down (§5.3) are not starvation:
   they are left out when the caller passes them.
+- ``ORDER_AT_RISK``: a topic consumed by an orderly group (running_info ``PROP_CONSUMEORDERLY=true``)
+  loses a broker from the publish list — its master down (DESIGN.md §5.3) or its write permission
+  off (a route line whose perm lacks the write bit, :mod:`jobs.rules.route_lines`). The hash
+  selector's keys of that broker's queues go to other queues meanwhile (the list is shorter), so
+  per-key order is not guaranteed in that window; a route with ``orderTopicConf`` fails those sends
+  instead, so it is left out. Latency-fault avoidance never causes it (a send with a selector
+  bypasses it), so a starved broker alone is no evidence. ``WARN``; ``groups`` are the orderly ones.
 - ``QUEUE_COUNT_SKEW``: the brokers of a topic that received messages expose different queue
   counts: round robin gives each queue the same share, so the brokers get uneven load. ``INFO``,
   once per topic and day.
@@ -311,12 +318,80 @@ def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame)
                     evidence.alias("evidence"), F.lit("INFO").alias("severity")))
 
 
+# --- ORDER_AT_RISK --------------------------------------------------------------------------------
+
+PUBLISH_LOSS_COLUMNS = ["cluster", "topic", "broker_name", "lost_from", "lost_to", "reason", "order_topic_conf",
+                        "evidence"]
+
+
+def orderly_groups(client_config_df: DataFrame) -> DataFrame:
+    """``cluster, group`` of the groups with a client reporting ``PROP_CONSUMEORDERLY=true``."""
+    return client_config_df.where(F.col("is_orderly")).select("cluster", "group").distinct()
+
+
+def master_down_losses(master_down_df: DataFrame) -> DataFrame:
+    """Publish-list losses from a broker's master-down windows (``cluster, broker_name,
+    down_from, down_to``, DESIGN.md §5.3): every topic on the broker loses it."""
+    return master_down_df.select(
+        "cluster", F.lit(None).cast("string").alias("topic"), "broker_name",
+        F.col("down_from").alias("lost_from"), F.col("down_to").alias("lost_to"),
+        F.lit("MASTER_DOWN").alias("reason"), F.lit(None).cast("boolean").alias("order_topic_conf"),
+        F.lit("its master was down").alias("evidence"))
+
+
+def build_order_at_risk(queue_offsets_df: DataFrame, orderly_groups_df: DataFrame,
+                        publish_losses_df: DataFrame) -> DataFrame:
+    """ORDER_AT_RISK rows (module docstring). ``publish_losses_df``: ``PUBLISH_LOSS_COLUMNS`` —
+    a null ``topic`` is every topic on the broker, a null ``lost_to`` lasts to the day's last
+    snapshot; ``order_topic_conf`` true leaves the topic out. ``share`` is the lost broker's part
+    of the topic's queues (the part of the keys that moved), ``even_share`` one queue's."""
+    offsets = queue_offsets_df.where(is_producer_topic(F.col("topic")))
+    per_broker = (offsets.groupBy("cluster", "topic", "broker_name")
+                  .agg(F.countDistinct("queue_id").alias("_broker_queues"), F.max("date").alias("date"),
+                       F.max("ts").alias("_day_end")))
+    per_topic = (per_broker.groupBy("cluster", "topic")
+                 .agg(F.sum("_broker_queues").alias("_topic_queues"), F.max("_day_end").alias("_topic_end")))
+    orderly = (offsets.select("cluster", "topic", "group").distinct()
+               .join(orderly_groups_df.select("cluster", "group"), ["cluster", "group"], "inner")
+               .groupBy("cluster", "topic").agg(F.array_sort(F.collect_set("group")).alias("groups")))
+    losses = publish_losses_df.select(*PUBLISH_LOSS_COLUMNS).where(
+        ~F.coalesce(F.col("order_topic_conf"), F.lit(False))).withColumnRenamed("topic", "_loss_topic")
+    topics = per_broker.join(per_topic, ["cluster", "topic"]).join(orderly, ["cluster", "topic"], "inner")
+    hit = topics.join(losses, ["cluster", "broker_name"], "inner").where(
+        F.col("_loss_topic").isNull() | (F.col("_loss_topic") == F.col("topic")))
+    last = F.coalesce(F.col("lost_to"), F.col("_topic_end"))
+    evidence = F.format_string(
+        "%s left the publish list of %s from %s to %s UTC (%s) while orderly %s consume it: keys hashed "
+        "to its %d of %d queues went to other queues meanwhile, so per-key order is not guaranteed in "
+        "that window", F.col("broker_name"), F.col("topic"), _hhmm(F.col("lost_from")),
+        F.when(F.col("lost_to").isNull(), F.lit("the end of the day")).otherwise(_hhmm(F.col("lost_to"))),
+        F.col("evidence"), F.array_join(F.col("groups"), ", "), F.col("_broker_queues"), F.col("_topic_queues"))
+    return hit.select(
+        "date", "cluster", "topic", "broker_name", F.lit(None).cast("int").alias("queue_id"),
+        F.lit("ORDER_AT_RISK").alias("finding"), F.col("lost_from").alias("first_seen"), last.alias("last_seen"),
+        minutes_between(F.col("lost_from"), last).alias("minutes"),
+        (F.col("_broker_queues") / F.col("_topic_queues")).cast("double").alias("share"),
+        (F.lit(1.0) / F.col("_topic_queues")).cast("double").alias("even_share"),
+        "groups", evidence.alias("evidence"), F.lit("WARN").alias("severity"))
+
+
 def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
-                            master_down_df: DataFrame | None = None) -> DataFrame:
+                            master_down_df: DataFrame | None = None,
+                            orderly_groups_df: DataFrame | None = None,
+                            publish_losses_df: DataFrame | None = None) -> DataFrame:
     """gold.producer_findings from silver.queue_offsets (module docstring); ``master_down_df``:
-    see :func:`build_starved_brokers`."""
+    see :func:`build_starved_brokers`. ORDER_AT_RISK needs ``orderly_groups_df`` and the
+    publish-list losses (``publish_losses_df`` and/or the master-down windows)."""
     intervals = queue_intervals(queue_offsets_df)
-    return (build_hot_queues(intervals, queue_offsets_df, rules)
-            .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
-            .unionByName(build_queue_count_skew(intervals, queue_offsets_df))
-            .select(*FINDING_COLUMNS))
+    found = (build_hot_queues(intervals, queue_offsets_df, rules)
+             .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
+             .unionByName(build_queue_count_skew(intervals, queue_offsets_df)))
+    losses = [df.select(*PUBLISH_LOSS_COLUMNS) for df in (
+        publish_losses_df, master_down_losses(master_down_df) if master_down_df is not None else None)
+        if df is not None]
+    if orderly_groups_df is not None and losses:
+        all_losses = losses[0]
+        for more in losses[1:]:
+            all_losses = all_losses.unionByName(more)
+        found = found.unionByName(build_order_at_risk(queue_offsets_df, orderly_groups_df, all_losses))
+    return found.select(*FINDING_COLUMNS)

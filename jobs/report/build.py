@@ -20,6 +20,8 @@ from jobs import lake as lake_mod
 MAX_POINTS = 300  # time buckets per timeline / heatmap column count
 MAX_FINDINGS = 40  # timelines drawn, most severe first; the rest are listed
 MAX_HEATMAPS = 20
+HOT_QUEUE_COLOUR = "#7b3294"
+MAX_LOAD_PLOTS = 10  # topics with producer findings drawn (per-queue share of the day)
 PAD = dt.timedelta(minutes=30)  # timeline context around a finding
 SEVERITY_RANK = {"CRITICAL": 0, "WARN": 1, "INFO": 2, "OK": 3}
 STATE_COLOURS = {0: "#d62728", 1: "#2ca02c", 2: "#ff7f0e"}
@@ -189,6 +191,72 @@ def _health(spark, lake, day) -> list[dict]:
     rows = [r.asDict(recursive=True) for r in df.collect()]
     rows.sort(key=lambda r: (SEVERITY_RANK.get(r["status"], 9), r["cluster"], r["group"]))
     return rows
+
+
+def _producer_topics(spark, lake, day) -> list[dict]:
+    """Per (cluster, topic) with a gold.producer_findings row: its findings, most severe first
+    (empty when the lake has no producer tables yet)."""
+    if not (Path(lake) / "gold" / "producer_findings").is_dir():
+        return []
+    by_topic: dict[tuple, list[dict]] = {}
+    for r in lake_mod.read_day(spark, lake, "gold", "producer_findings", day).collect():
+        by_topic.setdefault((r["cluster"], r["topic"]), []).append(r.asDict(recursive=True))
+    ranked = sorted(by_topic.items(), key=lambda kv: (min(SEVERITY_RANK.get(f["severity"], 9) for f in kv[1]),
+                                                      kv[0]))
+    return [{"cluster": c, "topic": t, "findings": fs} for (c, t), fs in ranked[:MAX_LOAD_PLOTS]]
+
+
+def _queue_shares(spark, lake, day, topics: list[dict]) -> dict[tuple, list[dict]]:
+    """gold.queue_load rows (hour, queue, share) of the given topics."""
+    if not topics or not (Path(lake) / "gold" / "queue_load").is_dir():
+        return {}
+    keys = _keys_frame(spark, [(t["cluster"], t["topic"]) for t in topics], ["cluster", "topic"])
+    rows = (lake_mod.read_day(spark, lake, "gold", "queue_load", day)
+            .join(keys, ["cluster", "topic"], "inner")
+            .select("cluster", "topic", "broker_name", "queue_id", "hour", "share").collect())
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault((r["cluster"], r["topic"]), []).append(r.asDict())
+    return out
+
+
+def _load_figure(topic: dict, rows: list[dict]):
+    """Per-queue share of the topic's messages per UTC hour, the even share dashed; the queue of a
+    HOT_QUEUE in purple, the queues of a starved or lost broker dotted, their windows shaded."""
+    plt = _pyplot()
+    queues = sorted({(r["broker_name"], r["queue_id"]) for r in rows})
+    even = 1.0 / len(queues)
+    hot = {(f["broker_name"], f["queue_id"]) for f in topic["findings"] if f["finding"] == "HOT_QUEUE"}
+    lost = {f["broker_name"] for f in topic["findings"] if f["finding"] in ("BROKER_STARVED", "ORDER_AT_RISK")}
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    # no red, green or orange: those mark ownership states elsewhere in the report
+    palette = plt.get_cmap("viridis")
+    for i, (broker, queue) in enumerate(queues):
+        pts = sorted((r["hour"], r["share"]) for r in rows
+                     if (r["broker_name"], r["queue_id"]) == (broker, queue) and r["share"] is not None)
+        if not pts:
+            continue
+        colour = palette(i / max(1, len(queues) - 1) * 0.9)
+        style = ({"color": HOT_QUEUE_COLOUR, "lw": 2.2} if (broker, queue) in hot else
+                 {"color": colour, "ls": ":", "lw": 1.4} if broker in lost else
+                 {"color": colour, "lw": 0.9, "alpha": 0.8})
+        ax.step([h for h, _ in pts], [v for _, v in pts], where="post", label=f"{broker}:{queue}", **style)
+    ax.axhline(even, color="#555", ls="--", lw=1, label=f"even share {even:.1%}")
+    for f in topic["findings"]:
+        if f["finding"] in ("HOT_QUEUE", "BROKER_STARVED", "ORDER_AT_RISK") and f["first_seen"]:
+            start = f["first_seen"].hour + f["first_seen"].minute / 60
+            end = f["last_seen"].hour + f["last_seen"].minute / 60 if f["last_seen"] else 24
+            ax.axvspan(start, max(end, start + 0.1), color="#888888", alpha=0.15, lw=0)
+    ax.set_xlim(0, 24)
+    ax.set_xticks(range(0, 25, 2))
+    ax.set_xlabel("hour (UTC)")
+    ax.set_ylabel("share of the topic's messages")
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    names = ", ".join(sorted({f["finding"] for f in topic["findings"]}))
+    ax.set_title(f"{topic['topic']} ({topic['cluster']}): {names}", fontsize=10, loc="left")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7, frameon=False,
+              ncols=1 if len(queues) <= 16 else 2)
+    return fig
 
 
 def _pyplot():
@@ -372,11 +440,26 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
     if len(findings) > len(drawn):
         parts.append(f"<p class='note'>{len(findings) - len(drawn)} more findings not drawn; "
                      "query them with rocketlens sql.</p>")
-    if not heatmaps and not timelines:
+    producer_topics = _producer_topics(spark, lake, day)
+    shares = _queue_shares(spark, lake, day, producer_topics)
+    parts.append("<h2>Producer load: per-queue share of the day (gold.queue_load)</h2>")
+    load_plots = 0
+    for topic in producer_topics:
+        rows = shares.get((topic["cluster"], topic["topic"]))
+        for f in topic["findings"]:
+            parts.append(f"<div class='finding'><b>{html.escape(f['finding'])} · {html.escape(topic['topic'])} · "
+                         f"{html.escape(f['severity'])}</b><br>{html.escape(f['evidence'] or '')}</div>")
+        if rows:
+            title = f"per-queue share · {topic['topic']} ({topic['cluster']})"
+            parts.append(_svg(_load_figure(topic, rows), f"load-{load_plots}", title))
+            load_plots += 1
+    if not producer_topics:
+        parts.append("<p>No producer findings: every topic's producers spread their messages evenly.</p>")
+    if not heatmaps and not timelines and not load_plots:
         parts.append("<p class='note'>No plots for this day.</p>")
     parts.append("</body></html>")
     summary = {"groups": len(health), "findings": len(findings), "timelines": timelines,
-               "heatmaps": heatmaps, "incidents": len(incidents or [])}
+               "heatmaps": heatmaps, "incidents": len(incidents or []), "load_plots": load_plots}
     return "\n".join(parts), summary
 
 

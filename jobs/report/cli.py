@@ -51,4 +51,4 @@ def report_command(run_date: dt.date, lake: Path, out: Path, engine: str | None,
                 f"that 'rocketlens run' finished for {run_date}, then run it again") from None
     click.echo(f"wrote {out}: {summary['groups']} groups, {summary['findings']} findings, "
                f"{summary['timelines']} timelines, {summary['heatmaps']} heatmaps, "
-               f"{summary['incidents']} incidents")
+               f"{summary['incidents']} incidents, {summary['load_plots']} producer load plots")

@@ -5,7 +5,8 @@ State lives in numpy arrays over every (group, queue) pair and advances in steps
 before the output window (state only), 5 s steps inside it (the client's persist period). Facts
 modelled (rocketmq-facts.md):
 
-- producers spread a topic's traffic round-robin (even) or by key hash (Zipf-skewed hot queues), §7;
+- producers pick queues as the client does (round robin, latency-fault avoidance, key hash over
+  Zipf-popular keys): :mod:`jobs.simulate.producers`, §7;
 - a queue with no live owner is not consumed; a new owner starts from the broker's offset, §5.4;
 - the broker's consumer offset is what the owner persisted at its last 5 s persist, so it lags the
   client's in-memory ``commitOffset``, §5.4;
@@ -21,7 +22,6 @@ modelled (rocketmq-facts.md):
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +29,7 @@ import numpy as np
 from jobs.replay.reference import MessageQueue
 from jobs.simulate import consumer_kinds, log_zones
 from jobs.simulate.cluster import DAY_MS, Cluster, Process, retry_topic
+from jobs.simulate.producers import Producers
 from jobs.simulate.scenario import Scenario, parse_time_ms
 from jobs.simulate.writers import Clock, LandingFiles, log_line
 
@@ -107,18 +108,9 @@ class Flow:
                     self.gq_keys.append((group.name, mq))
         n_tq, n_gq = len(self.tq_index), len(self.gq_keys)
         self.gq_tq = np.array([self.tq_index[mq] for _, mq in self.gq_keys], dtype=np.int64)
-        self.tq_rate = np.zeros(n_tq)  # msgs per ms at diurnal factor 1
-        self.tq_diurnal = np.zeros(n_tq)
-        self.tq_until = np.full(n_tq, np.inf)  # producers stop (Topic.produce_until)
         prng = np.random.Generator(np.random.PCG64(seed + 7))
-        for topic in scenario.topics:
-            mqs = cluster.mq_all[topic.name]
-            weights = self._weights(topic.producer, topic.skew, len(mqs), prng)
-            for mq, w in zip(mqs, weights):
-                self.tq_rate[self.tq_index[mq]] = topic.rate * w / 1000.0
-                self.tq_diurnal[self.tq_index[mq]] = topic.diurnal
-                if topic.produce_until is not None:
-                    self.tq_until[self.tq_index[mq]] = parse_time_ms(topic.produce_until)
+        # the producers pick queues as the client does (jobs.simulate.producers, facts §7)
+        self.producers = Producers(scenario, self.tq_index, seed)
         self.prod = np.zeros(n_tq, dtype=np.int64)
         for mq, i in self.tq_index.items():
             if not mq.topic.startswith("%RETRY%"):
@@ -172,17 +164,6 @@ class Flow:
     def tracked_groups(self) -> set[str]:
         return {g.name for g in self.scenario.groups if not g.name.startswith("GID_fill_")} | \
             {f.group for f in self.scenario.faults}
-
-    @staticmethod
-    def _weights(producer: str, skew: float, n: int, rng: np.random.Generator) -> np.ndarray:
-        if producer == "hash":
-            # keys with Zipf popularity hashed onto queues: |key.hashCode() % n| (facts §7)
-            ranks = rng.permutation(n) + 1
-            w = 1.0 / ranks.astype(float) ** skew
-            w = 0.25 / n + 0.75 * w / w.sum()
-        else:
-            w = 1.0 + rng.uniform(-0.03, 0.03, n)  # per-thread round robin, random start
-        return w / w.sum()
 
     def _set_rates(self) -> None:
         """Default capacity: 4x the process's fair share of its topics' traffic, plus a floor."""
@@ -311,9 +292,7 @@ class Flow:
             # 1. the owners' persist during the step: the broker learns the commit of the step start
             self.bco = np.where(owned & self.gq_commits, self.commit, self.bco)
             # 2. production
-            hour = ((t % DAY_MS) / 3_600_000.0)
-            wave = 1.0 + self.tq_diurnal * math.cos(2 * math.pi * (hour - 6.0) / 24.0)
-            self.prod += self.rng.poisson(self.tq_rate * (t < self.tq_until) * wave * dt_ms)
+            self.prod += self.producers.step(t, dt_ms)
             # 3. rebalance results and deaths up to t
             while ci < len(changes) and changes[ci].t <= t:
                 self.apply_change(changes[ci])

@@ -10,6 +10,7 @@ from pathlib import Path
 from jobs.simulate import consumer_kinds
 from jobs.simulate.cluster import DAY_MS, Cluster
 from jobs.simulate.flow import Flow
+from jobs.simulate.producer_truth import expected_producer_findings
 from jobs.simulate.scenario import Scenario, ScenarioError, load_scenario, parse_time_ms
 from jobs.simulate.truth import build_truth
 from jobs.simulate.writers import Clock, LandingFiles
@@ -52,6 +53,7 @@ def simulate(scenario: str | Scenario, date: dt.date, landing: Path, *, seed: in
     finally:
         files.close()
     truth = build_truth(full, cluster, flow, clock, seed, span)
+    truth["expected_producer_findings"] = expected_producer_findings(full, flow, clock)
     truth["scale"] = scale
     truth["lines"] = dict(sorted(files.lines.items()))
     landing.mkdir(parents=True, exist_ok=True)

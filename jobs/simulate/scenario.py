@@ -66,12 +66,27 @@ class Topic(_Model):
     skew: float = Field(1.0, ge=0)  # hash-keyed producers: Zipf exponent of the key popularity
     diurnal: float = Field(0.5, ge=0, lt=1)  # amplitude of the daily traffic wave
     produce_until: str | None = None  # producers stop here (e.g. a retired application)
+    # how the producers pick queues (jobs/simulate/producers.py, facts §7): hash-keyed producers
+    # send `keys` distinct String keys with Zipf(`skew`) popularity through SelectMessageQueueByHash;
+    # the route may carry an orderTopicConf ("broker-a:4;broker-b:4") that replaces the publish list
+    keys: int = Field(1000, ge=1)
+    order_topic_conf: str | None = None
+    producer_version: str = "4.9.8"  # the producers' client version (selector and fault tables)
+    latency_fault: bool = False  # sendLatencyFaultEnable (com.rocketmq.sendLatencyEnable)
+    producers: int = Field(2, ge=1)  # producer instances, each with its own fault table
 
     @field_validator("produce_until")
     @classmethod
     def _until(cls, value: str | None) -> str | None:
         if value is not None:
             parse_time_ms(value)
+        return value
+
+    @field_validator("producer_version")
+    @classmethod
+    def _producer_version(cls, value: str) -> str:
+        if not re.match(r"^\d+\.\d+\.\d+$", value):
+            raise ValueError(f"producer_version {value!r} is not like 4.9.8")
         return value
 
     @field_validator("queues")
@@ -179,6 +194,25 @@ class Fault(_Model):
         return value
 
 
+class SendFault(_Model):
+    """A broker that answers sends slowly or not at all for a while (facts §7): producers with
+    ``latency_fault`` shun it for the time their client version maps the latency to."""
+
+    broker: str
+    at: str
+    duration: str
+    latency_ms: int | None = Field(None, ge=0)  # None: the sends fail (timeouts, "busy")
+    # the producers that see it (a network path between their hosts and the broker); empty: all
+    topics: list[str] = Field(default_factory=list)
+    note: str = ""
+
+    @field_validator("at", "duration")
+    @classmethod
+    def _time(cls, value: str) -> str:
+        parse_time_ms(value)
+        return value
+
+
 class Scenario(_Model):
     name: str = Field(min_length=1)
     description: str = ""
@@ -189,6 +223,7 @@ class Scenario(_Model):
     groups: list[Group] = Field(default_factory=list)
     clients: list[Client] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
+    send_faults: list[SendFault] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
@@ -206,6 +241,15 @@ class Scenario(_Model):
             for broker in topic.queues:
                 if broker not in brokers:
                     raise ValueError(f"topics.{topic.name}.queues names unknown broker {broker!r}")
+        for topic in self.topics:
+            if topic.order_topic_conf is not None:
+                _check_order_topic_conf(topic)
+        for i, sf in enumerate(self.send_faults):
+            if sf.broker not in brokers:
+                raise ValueError(f"send_faults[{i}].broker names unknown broker {sf.broker!r}")
+            for name in sf.topics:
+                if name not in topics:
+                    raise ValueError(f"send_faults[{i}].topics names unknown topic {name!r}")
         for client in self.clients:
             if client.group not in groups:
                 raise ValueError(f"clients.{client.name}.group names unknown group {client.group!r}")
@@ -245,6 +289,20 @@ class Scenario(_Model):
 
     def topic(self, name: str) -> Topic:
         return next(t for t in self.topics if t.name == name)
+
+
+def _check_order_topic_conf(topic: Topic) -> None:
+    """The conf must parse as the client parses it and name only queues the topic has."""
+    from jobs.replay.producer_reference import SendError, TopicRoute, publish_list
+
+    try:
+        segments = publish_list(TopicRoute(order_topic_conf=topic.order_topic_conf)).segments
+    except SendError as exc:
+        raise ValueError(f"topics.{topic.name}.order_topic_conf: {exc.java_class}: {exc.message}") from None
+    for broker, count in segments:
+        if count > topic.queues.get(broker, 0):
+            raise ValueError(f"topics.{topic.name}.order_topic_conf names {broker}:{count}, "
+                             f"more queues than the topic has there")
 
 
 def _unique(what: str, names: list[str]) -> None:
@@ -292,7 +350,8 @@ def _load(name_or_file: str, stack: tuple[str, ...]) -> Scenario:
     scenario = _validate(label, data)
     if not scenario.include:
         return scenario
-    merged: dict[str, list] = {"brokers": [], "topics": [], "groups": [], "clients": [], "faults": []}
+    merged: dict[str, list] = {"brokers": [], "topics": [], "groups": [], "clients": [], "faults": [],
+                               "send_faults": []}
     for part in [_load(name, stack + (name_or_file,)) for name in scenario.include] + [scenario]:
         for key in merged:
             for item in getattr(part, key):

@@ -89,18 +89,26 @@ def _minutes(gold):
 
 
 @pytest.mark.delta
-def test_the_sample_day_has_queue_load_and_no_producer_finding(sample_lake):
-    """The sample's hash-keyed topic is only mildly skewed: nothing fires, no status changes."""
-    def count(sql):
-        [line] = run_cli("sql", sql, "--lake", str(sample_lake), "--format", "json").stdout.splitlines()
-        return json.loads(line)["n"]
+def test_the_sample_day_s_producer_findings_are_the_producer_skew_truth(sample_lake):
+    """The sample day holds producer-skew: its findings and no others (the healthy group's hash-keyed
+    topic is only mildly skewed); only the groups consuming those topics see them."""
+    def rows(sql):
+        return [json.loads(line) for line in
+                run_cli("sql", sql, "--lake", str(sample_lake), "--format", "json").stdout.splitlines()]
 
-    assert count("SELECT count(*) AS n FROM gold.queue_load") > 0
-    assert count("SELECT count(*) AS n FROM gold.producer_findings") == 0
-    assert count("SELECT count(*) AS n FROM gold.incidents WHERE kind = 'PRODUCER'") == 0
+    truth = json.loads((sample_lake.parent / "landing" / "_truth.json").read_text())
+    expected = sorted((e["finding"], e["topic"], e["broker_name"], e["queue_id"], e["severity"])
+                      for e in truth["expected_producer_findings"])
+    assert [e[0] for e in expected] == ["BROKER_STARVED", "HOT_QUEUE", "QUEUE_COUNT_SKEW"]
+    found = rows("SELECT finding, topic, broker_name, queue_id, severity FROM gold.producer_findings "
+                 "ORDER BY finding")
+    assert [tuple(r.values()) for r in found] == expected
+    assert rows("SELECT count(*) AS n FROM gold.queue_load")[0]["n"] > 0
+    producer_groups = rows("SELECT DISTINCT `group` FROM gold.incidents WHERE kind = 'PRODUCER' ORDER BY 1")
+    assert [r["group"] for r in producer_groups] == ["GID_skew_orders", "GID_skew_shop"]
     findings = "SELECT count(*) AS n FROM gold.group_health WHERE array_join(findings, '|') LIKE "
-    assert count(findings + "'%producer %'") == 0
-    assert count(findings + "'%stuck %'") > 0  # the query does read the findings (the slow message)
+    assert rows(findings + "'%producer %' AND `group` NOT LIKE 'GID_skew_%'")[0]["n"] == 0
+    assert rows(findings + "'%stuck %'")[0]["n"] > 0  # the query does read the findings (the slow message)
 
 
 def test_whatif_load_share_is_carried_by_whoever_owns_the_hot_queue(hot_day):

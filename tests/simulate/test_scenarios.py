@@ -169,4 +169,5 @@ def test_sample_holds_every_fault_kind_and_nothing_unexplained(simulated):
     assert kinds == sorted(["duplicate_client_id", "subscription_inconsistent", "strategy_inconsistent",
                             "client_leaves", "slow_message", "consumer_crash"])
     assert day.truth["unexplained"] == []
-    assert len({r["group"] for r in day.records("offsets")}) == 7
+    assert len({r["group"] for r in day.records("offsets")}) == 10
+    assert {f["finding"] for f in day.truth["expected_producer_findings"]} == {"HOT_QUEUE", "QUEUE_COUNT_SKEW"}
