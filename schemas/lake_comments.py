@@ -138,6 +138,7 @@ TABLES: dict[str, dict[str, str]] = {
         "consume_concurrently_max_span": "consumeConcurrentlyMaxSpan",
         "consume_timeout_minutes": "consumeTimeout in minutes",
         "pull_threshold_for_queue": "pullThresholdForQueue",
+        "pull_threshold_size_for_queue_mib": "pullThresholdSizeForQueue (MiB)",
         "is_orderly": "orderly (MessageListenerOrderly) consumer",
         "client_version": "client version",
         "consumer_started_at": "consumer start time",
