@@ -44,9 +44,9 @@ messages in its listener too) or more than its pullThresholdSizeForQueue MiB (an
 consumer), or its span reached consumeConcurrentlyMaxSpan (concurrent consumers only; RocketMQ
 never checks the span of an orderly one) — the client's properties, else the settings — or a
 flow-control log line names the queue at the pinned ``minOffset`` (facts §5.3);
-``redelivery_risk`` = messages after the pinned one already consumed (``max − min + 1 −
+``redelivery_risk`` = messages after the blocking offset already consumed (``max − min + 1 −
 cached_msg_count`` at a concurrent pinned snapshot; 0 for an orderly one, which never consumes
-past it), delivered again if the queue moves to another client or the client restarts, since
+past it, and 0 without a blocking offset), delivered again if the queue moves to another client or the client restarts, since
 the broker only knows the pinned commit; ``released_at`` = the ``send expire msg back`` line for
 the pinned offset (the expired-message cleaner, facts §5.3), else the snapshot at which the
 offset jumped; null while still stuck.
@@ -370,7 +370,9 @@ def with_root_cause(df: DataFrame) -> DataFrame:
             .withColumn("flow_controlled",
                         (_n("_span_limited") == 1) | (_n("_cache_limited") == 1)
                         | (_n("_fc_lines") > 0))
-            .withColumn("redelivery_risk", F.greatest(_n("_finished"), F.lit(0)).cast("long"))
+            .withColumn("redelivery_risk", F.when(
+                F.col("blocking_offset").isNotNull(), F.greatest(_n("_finished"), F.lit(0)))
+                .otherwise(F.lit(0)).cast("long"))
             .withColumn("released_at", F.coalesce(
                 "_sent_back_at", F.when(jumped, F.col("_next_ts")))))
 
