@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 STRATEGY_NAMES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 FAULT_KINDS = ("duplicate_client_id", "subscription_inconsistent", "strategy_inconsistent",
-               "client_leaves", "slow_message", "consumer_crash")
+               "client_leaves", "slow_message", "consumer_crash", "poison_message", "consumer_hang")
+QUEUE_FAULTS = ("slow_message", "poison_message")  # name one queue and a time window
 BUILTIN_PACKAGE = "jobs.simulate.scenarios"
 
 _TIME = re.compile(r"^(-)?(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$")
@@ -90,6 +91,7 @@ class Group(_Model):
     consume_timeout: int = Field(15, ge=1)  # minutes (DefaultMQPushConsumer.consumeTimeout)
     max_span: int = Field(2000, ge=1)  # consumeConcurrentlyMaxSpan
     pull_threshold: int = Field(1000, ge=1)  # pullThresholdForQueue
+    orderly: bool = False  # MessageListenerOrderly (PROP_CONSUMEORDERLY): no span flow control
     # What the collectors gather for this group (DESIGN.md §5.1, real clusters are partial):
     running_info: bool = True  # consumerStatus polled at all
     running_info_every: int = Field(1, ge=1)  # minutes between running-info rounds
@@ -221,12 +223,21 @@ class Scenario(_Model):
                     raise ValueError(f"{where}: client {name!r} is not in group {fault.group!r}")
             if fault.topic is not None and fault.topic not in topics:
                 raise ValueError(f"{where}.topic names unknown topic {fault.topic!r}")
-            if fault.kind == "slow_message":
+            if fault.kind in QUEUE_FAULTS:
                 for key in ("topic", "broker_name", "queue_id", "at", "duration"):
                     if getattr(fault, key) is None:
                         raise ValueError(f"{where} needs {key}")
                 if topics[fault.topic].queues.get(fault.broker_name, 0) <= fault.queue_id:
                     raise ValueError(f"{where}: {fault.topic} has no queue {fault.broker_name}/{fault.queue_id}")
+                # a slow message pins a concurrent commit (facts §5.3); a poison message loops in
+                # an orderly consumer's SUSPEND retries (facts §2.6) — a concurrent one hands it back
+                orderly = self.group(fault.group).orderly
+                if orderly != (fault.kind == "poison_message"):
+                    kind = "an orderly" if fault.kind == "poison_message" else "a concurrent"
+                    raise ValueError(f"{where} needs {kind} group")
+            if fault.kind == "consumer_hang" and (len(fault.clients) != 1 or fault.at is None
+                                                  or fault.duration is None):
+                raise ValueError(f"{where} needs exactly one client, 'at' and 'duration'")
             if fault.kind in ("client_leaves", "consumer_crash"):
                 if len(fault.clients) != 1 or fault.at is None:
                     raise ValueError(f"{where} needs exactly one client and 'at'")
