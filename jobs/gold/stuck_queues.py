@@ -47,9 +47,9 @@ flow-control log line names the queue at the pinned ``minOffset`` (facts §5.3);
 ``redelivery_risk`` = messages after the blocking offset already consumed (``max − min + 1 −
 cached_msg_count`` at a concurrent pinned snapshot; 0 for an orderly one, which never consumes
 past it, and 0 without a blocking offset), delivered again if the queue moves to another client
-or the client restarts, since the broker only knows the pinned commit; ``released_at`` = the ``send expire msg back`` line for
-the pinned offset (the expired-message cleaner, facts §5.3), else the snapshot at which the
-offset jumped; null while still stuck.
+or the client restarts, since the broker only knows the pinned commit; ``released_at`` = the
+``send expire msg back`` line for the pinned offset (the expired-message cleaner, facts §5.3),
+else the snapshot at which the offset jumped; null while still stuck.
 """
 
 from __future__ import annotations
