@@ -51,6 +51,9 @@ def pinned_day(spark):
                               90, 300, 30)
     pq = [("c", "g", "a@1", at(m, 3), "t", "b", 1, 1000, 1000, 1000 + 10 * m, 1, False, at(m, 1),
            DAY) for m in MINUTES]
+    # materialised: the detector reads the state several times, and classic Spark plans every
+    # copy of build_queue_state's windows (the pipeline stages the state and the episodes)
+    state = spark.createDataFrame(state.collect(), state.schema)
     return state, build_stuck_queues(
         state, widen(spark, spark.createDataFrame(pq, PQ_SCHEMA), PROCESS_QUEUES_SCHEMA),
         widen(spark, spark.createDataFrame(
