@@ -153,7 +153,8 @@ def orphan_rules(settings: Settings) -> OrphanRules:
 def stuck_rules(settings: Settings) -> StuckRules:
     d, s = settings.detection, settings.severity
     return StuckRules(d.max_snapshot_gap_seconds, d.stuck_min_duration_seconds,
-                      d.consume_concurrently_max_span, s.critical_lag, s.critical_minutes)
+                      d.consume_concurrently_max_span, s.critical_lag, s.critical_minutes,
+                      d.pull_threshold_for_queue, d.pull_threshold_size_for_queue_mib)
 
 
 def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
@@ -192,7 +193,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "stuck_queues": explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
-            orphaned_rows),
+            orphaned_rows, queue_state_df=queue_state),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],

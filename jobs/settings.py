@@ -96,6 +96,8 @@ class DetectionSettings(_Section):
     stuck_min_duration_seconds: int = Field(300, ge=0)
     persist_interval_seconds: int = Field(5, ge=1)
     consume_concurrently_max_span: int = Field(2000, ge=1)
+    pull_threshold_for_queue: int = Field(1000, ge=1)
+    pull_threshold_size_for_queue_mib: int = Field(100, ge=1)
     heartbeat_interval_seconds: int = Field(30, ge=1)
     running_info_round_seconds: int = Field(30, ge=1)
 

@@ -138,6 +138,7 @@ TABLES: dict[str, dict[str, str]] = {
         "consume_concurrently_max_span": "consumeConcurrentlyMaxSpan",
         "consume_timeout_minutes": "consumeTimeout in minutes",
         "pull_threshold_for_queue": "pullThresholdForQueue",
+        "pull_threshold_size_for_queue_mib": "pullThresholdSizeForQueue (MiB)",
         "is_orderly": "orderly (MessageListenerOrderly) consumer",
         "client_version": "client version",
         "consumer_started_at": "consumer start time",
@@ -202,7 +203,8 @@ TABLES: dict[str, dict[str, str]] = {
         "stuck_minutes": "last_seen - stuck_since in minutes",
         "committed_offset": "the pinned consumer offset",
         "lag_end": "lag at last_seen",
-        "blocking_offset": "pinned offset of the slow message (SLOW_MESSAGE)",
+        "blocking_offset": ("offset of the message that pins the commit (SLOW_MESSAGE; CONSUME_FAILING "
+                            "when first in the owner's process queue)"),
         "in_flight_span": "cached_msg_max_offset - cached_msg_min_offset",
         "flow_controlled": "span reached consumeConcurrentlyMaxSpan, or a flow control line",
         "redelivery_risk": "messages after the pinned one already consumed, delivered again on move",

@@ -88,9 +88,11 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "second broker group), then re-drive the message from %DLQ%<group> once it is back."),
     ("STUCK", "CONSUME_FAILING"): (
         "The listener keeps failing messages of this queue: fix the code or data behind the "
-        "failures (client log, RECONSUME_LATER / exceptions). Orderly consumers suspend and "
-        "retry the queue until it succeeds; concurrent ones send failures to %RETRY% and after "
-        "maxReconsumeTimes (16) to %DLQ%."),
+        "failures (client log, RECONSUME_LATER / exceptions). An orderly consumer retries the "
+        "message at blocking_offset in place every suspendCurrentQueueTimeMillis (1 s) and, with "
+        "maxReconsumeTimes -1 (unlimited), never moves past it: fix the message or the code, or "
+        "set maxReconsumeTimes so it goes to %DLQ%<group>. Concurrent consumers send failures "
+        "to %RETRY% and after maxReconsumeTimes (16) to %DLQ%."),
     ("STUCK", "SLOW_MESSAGE"): (
         "One message takes long while later ones finish, pinning the committed offset at "
         "blocking_offset: find why it is slow (mqadmin consumerStatus -g GROUP -s "

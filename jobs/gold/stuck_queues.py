@@ -3,7 +3,7 @@
 DESIGN.md §5: the committed offset is unchanged for ≥ stuck_min_duration while lag > 0 — Burrow's
 STALL on RocketMQ data. Burrow's lessons hold by construction: a queue with lag 0 (idle) never
 starts an episode, and any change of the committed offset ends one, so a moving queue is never
-stuck. Root cause, first that holds:
+stuck. Root cause, first that holds (``cause_chain``, the one place that orders them):
 
 - ``NO_OWNER``: the queue is in gold.orphaned_queues during the episode, or no live process
   owns it at any snapshot of the episode (a takeover that shows only at the last snapshot,
@@ -12,27 +12,44 @@ stuck. Root cause, first that holds:
   group stopped (DESIGN.md §4, §5 cause order).
 - ``OWNER_DOWN``: the queue had a live owner during the episode but none at its last snapshot —
   commits stopped because the owner is gone (Burrow's STOP), not pinned by a live one.
-- ``SLOW_MESSAGE``: the owner is live and its running info shows ``cached_msg_min_offset`` = the
-  committed offset while later messages finish (messages after it already consumed, or
-  ``cached_msg_max_offset`` / ``last_consume_timestamp`` moving) — one hung listener call pins
-  the commit, which is the smallest in-flight offset (facts §5.3); or the client logged
-  ``send expire msg back`` for exactly that offset. RocketMQ's own "maybe blocked" check (60 s
-  without any consume, facts §6.2) misses this case, because the other messages keep finishing.
-- ``CONSUME_FAILING``: the owner is live and reports ``consume_failed_tps > 0`` for the topic at
-  every running-info snapshot of the episode.
+- (``MASTER_DOWN``, DESIGN.md §5.3, goes here.)
+- ``CONSUME_FAILING``: an owner reports ``consume_failed_tps > 0`` for the topic at every one of
+  its running-info snapshots of the episode. An orderly consumer's poison message shows exactly
+  this: SUSPEND_CURRENT_QUEUE_A_MOMENT (or an exception) counts a failure, puts the message back
+  and retries it after suspendCurrentQueueTimeMillis, with no DLQ before maxReconsumeTimes
+  (unlimited by default), so the commit waits at it (facts §2.6).
+- ``SLOW_MESSAGE``: a concurrent owner's running info shows ``cached_msg_min_offset`` = the
+  committed offset (the commit is the smallest in-flight offset, facts §5.3) and later messages
+  finish. What counts as "finish": ``consume_ok_tps > 0`` for the topic at a snapshot taken a
+  full TPS window (``TPS_WINDOW_SECONDS``) after the episode started; another queue of the topic
+  owned by the same client advancing its committed offset during the episode; or the cached
+  message count falling between two snapshots while the pinned offset stays first (pulls only
+  add messages). Not a signal: a moving ``cached_msg_max_offset`` (pulls move it until flow
+  control), a moving ``last_consume_timestamp`` (orderly consumers set it when they take a
+  message), a ``send expire msg back`` line (the cleaner also sends back messages of a hung
+  consumer), or ``max − min + 1 − count`` (tag filtering leaves offset gaps in the cache).
+- ``CONSUMER_HUNG``: nothing of the topic finishes although messages wait — an owner's
+  ``consume_ok_tps`` and ``consume_failed_tps`` are both 0 at every snapshot a full TPS window
+  into the episode, none of its queues of the topic advance, and the queue caches at least two
+  messages at each such snapshot (with a free thread the second would be taken): every consume
+  thread is blocked, e.g. on a downstream call that hangs (facts §5.3 "Hung consumer").
 - ``UNKNOWN``: a live owner, no evidence either way.
 
-Fields: ``blocking_offset`` = the pinned offset (SLOW_MESSAGE only); ``in_flight_span`` = the
-largest ``cached_msg_max_offset − cached_msg_min_offset`` in the episode's running info;
-``flow_controlled`` = that span reached the client's ``consumeConcurrentlyMaxSpan`` (its
-properties, else the RocketMQ default; concurrent consumers only, never an orderly one) or a
-flow-control log line names the queue at the pinned
-``minOffset`` — the client stopped pulling it (facts §5.3); ``redelivery_risk`` = messages after
-the pinned one already consumed (``max − min + 1 − cached_msg_count`` at a pinned snapshot), which
-are delivered again if the queue moves to another client or the client restarts, since the broker
-only knows the pinned commit; ``released_at`` = the ``send expire msg back`` line for the pinned
-offset (the expired-message cleaner, facts §5.3), else the snapshot at which the offset jumped;
-null while still stuck.
+Fields: ``blocking_offset`` = the pinned offset (SLOW_MESSAGE; CONSUME_FAILING when the owner's
+process queue holds the committed offset as its first message — in the cache or, orderly, in
+the listener); ``in_flight_span`` = the largest ``cached_msg_max_offset − cached_msg_min_offset``
+in the episode's running info; ``flow_controlled`` = at a snapshot of the episode the queue
+cached more than the client's pullThresholdForQueue messages (an orderly client counts the
+messages in its listener too) or more than its pullThresholdSizeForQueue MiB (any push
+consumer), or its span reached consumeConcurrentlyMaxSpan (concurrent consumers only; RocketMQ
+never checks the span of an orderly one) — the client's properties, else the settings — or a
+flow-control log line names the queue at the pinned ``minOffset`` (facts §5.3);
+``redelivery_risk`` = messages after the blocking offset already consumed (``max − min + 1 −
+cached_msg_count`` at a concurrent pinned snapshot; 0 for an orderly one, which never consumes
+past it, and 0 without a blocking offset), delivered again if the queue moves to another client
+or the client restarts, since the broker only knows the pinned commit; ``released_at`` = the
+``send expire msg back`` line for the pinned offset (the expired-message cleaner, facts §5.3),
+else the snapshot at which the offset jumped; null while still stuck.
 """
 
 from __future__ import annotations
@@ -43,9 +60,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
-from jobs.rules.episodes import minutes_between
+from jobs.rules.episodes import minutes_between, with_episode_id
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.severity import severity
+from jobs.settings import DetectionSettings
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 EPISODE_KEY = [*QUEUE_KEY, "_episode"]
@@ -54,6 +72,11 @@ COLUMNS = ["cluster", "group", "topic", "broker_name", "queue_id", "owner", "stu
            "in_flight_span", "flow_controlled", "redelivery_risk", "released_at", "root_cause",
            "evidence", "severity", "date"]
 FLOW_CONTROL_EVENTS = ("FLOW_CONTROL_COUNT", "FLOW_CONTROL_SIZE", "FLOW_CONTROL_SPAN")
+# ConsumerStatsManager's minute rates: 7 samples 10 s apart, first to last (facts §6.1), so a
+# snapshot's consume_ok_tps / consume_failed_tps count what finished in the 70 s before it. Only
+# snapshots this far into an episode tell what happened during it.
+TPS_WINDOW_SECONDS = 70
+_DEFAULTS = DetectionSettings()
 
 
 @dataclass(frozen=True)
@@ -63,31 +86,25 @@ class StuckRules:
     consume_concurrently_max_span: int  # used when a client's properties do not say
     critical_lag: int
     critical_minutes: int
+    # used when a client's properties do not say (pullThresholdForQueue, ...SizeForQueue)
+    pull_threshold_for_queue: int = _DEFAULTS.pull_threshold_for_queue
+    pull_threshold_size_for_queue_mib: int = _DEFAULTS.pull_threshold_size_for_queue_mib
 
 
 def stuck_snapshots(queue_state_df: DataFrame, max_gap_seconds: int) -> DataFrame:
-    """queue_state rows with lag > 0, each with ``_episode``: consecutive snapshots (gaps ≤
-    ``max_gap_seconds``) with lag > 0 and the same committed offset share one. ``_next_ts`` /
-    ``_next_offset`` are the queue's following snapshot, which shows how an episode ended."""
+    """queue_state rows with lag > 0, each with ``_episode`` (``jobs.rules.episodes``):
+    consecutive snapshots (gaps ≤ ``max_gap_seconds``) with lag > 0 and the same committed
+    offset share one. ``_next_ts`` / ``_next_offset`` are the queue's following snapshot, which
+    shows how an episode ended."""
     order = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
-    running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     staged = queue_state_df.select(
         *QUEUE_KEY, "ts", "lag", "consumer_offset", "owners", "owner_count", "claimed_by", "date",
-        F.coalesce((F.col("lag") > 0) & (F.col("queue_id") >= 0), F.lit(False)).alias("_flag"),
-        F.lag("ts").over(order).alias("_prev_ts"),
-        F.lag("consumer_offset").over(order).alias("_prev_offset"),
-        F.lag("lag").over(order).alias("_prev_lag"),
         F.lead("ts").over(order).alias("_next_ts"),
         F.lead("consumer_offset").over(order).alias("_next_offset"))
-    continues = ((F.col("_prev_lag") > 0)
-                 & (F.col("_prev_offset") == F.col("consumer_offset"))
-                 & (F.unix_millis("ts") - F.unix_millis("_prev_ts")
-                    <= F.lit(max_gap_seconds * 1000)))
-    starts = F.col("_flag") & ~F.coalesce(continues, F.lit(False))
-    return (staged.withColumn("_start", F.when(starts, 1).otherwise(0))
-            .withColumn("_episode", F.sum("_start").over(running))
-            .where("_flag")
-            .drop("_start", "_flag", "_prev_ts", "_prev_offset", "_prev_lag"))
+    lagging = F.coalesce((F.col("lag") > 0) & (F.col("queue_id") >= 0), F.lit(False))
+    return (with_episode_id(staged, QUEUE_KEY, lagging, max_gap_seconds,
+                            breaks_on=("consumer_offset",))
+            .where("_flag").drop("_flag"))
 
 
 def stuck_episodes(snapshots_df: DataFrame, rules: StuckRules) -> DataFrame:
@@ -115,6 +132,8 @@ def stuck_episodes(snapshots_df: DataFrame, rules: StuckRules) -> DataFrame:
         F.max(F.when(owned, F.col("ts"))).alias("_live_last_at"),
         F.max(F.when(~owned, F.col("ts"))).alias("_unowned_last_at"),
         F.min(F.when(owned, first_owner)).alias("_first_owner"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+            F.coalesce("owners", F.array().cast("array<string>")))))).alias("_owners"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("claimed_by"))))
         .alias("_claimed_by"),
         F.max("date").alias("date"),
@@ -126,54 +145,128 @@ def stuck_episodes(snapshots_df: DataFrame, rules: StuckRules) -> DataFrame:
                 "_next_ts", plus_seconds(F.col("last_seen"), rules.max_snapshot_gap_seconds))))
 
 
-def running_info_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
-                          client_config_df: DataFrame, consume_status_df: DataFrame,
-                          rules: StuckRules) -> DataFrame:
-    """Per episode, what the clients' running info (snapshots in [stuck_since, next snapshot))
-    says about the queue: the in-flight span, whether it reached the client's
-    consumeConcurrentlyMaxSpan, whether the smallest cached offset is pinned at the committed
-    offset while later messages finish, and the consume failure rate."""
-    window = episodes_df.select(*EPISODE_KEY, "committed_offset", "stuck_since", "_until")
+def _owner_rows(episodes_df: DataFrame, df: DataFrame, on: list[str]) -> DataFrame:
+    """Rows of ``df`` (running-info facts with ``client_id`` and ``ts``) from the episode's owners
+    at snapshots in [stuck_since, the queue's next snapshot), with ``_settled``: taken a full TPS
+    window after the episode started."""
+    window = episodes_df.select(*EPISODE_KEY, "committed_offset", "stuck_since", "_until",
+                                "_owners")
+    settled = (F.unix_millis("ts") - F.unix_millis("stuck_since")
+               >= F.lit(TPS_WINDOW_SECONDS * 1000))
+    return (window.join(df, on=on, how="inner")
+            .where((F.col("ts") >= F.col("stuck_since")) & (F.col("ts") < F.col("_until"))
+                   & F.array_contains("_owners", F.col("client_id")))
+            .withColumn("_settled", settled))
+
+
+def process_queue_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
+                           client_config_df: DataFrame, rules: StuckRules) -> DataFrame:
+    """Per episode, what the owners' ProcessQueue of the queue shows (facts §5.3, §6.1): the
+    in-flight span, flow control per consumption mode, whether the committed offset is the first
+    cached message (pinned) or, orderly, the message in the listener, whether the cache drained
+    while pinned, and whether messages wait behind the first one."""
     pq = process_queues_df.where(~F.col("dropped")).select(
         *QUEUE_KEY, "client_id", "ts", "cached_msg_min_offset", "cached_msg_max_offset",
-        "cached_msg_count", "last_consume_at")
+        "cached_msg_count", "cached_msg_size_mib", "transaction_msg_min_offset",
+        "transaction_msg_count", "last_consume_at")
     cfg = client_config_df.select("cluster", "group", "client_id", "ts",
-                                  "consume_concurrently_max_span", "is_orderly")
-    status = consume_status_df.select("cluster", "group", "client_id", "ts", "topic",
-                                      "consume_failed_tps")
-    rows = (window.join(pq, on=QUEUE_KEY, how="inner")
-            .where((F.col("ts") >= F.col("stuck_since")) & (F.col("ts") < F.col("_until")))
-            .join(cfg, on=["cluster", "group", "client_id", "ts"], how="left")
-            .join(status, on=["cluster", "group", "client_id", "ts", "topic"], how="left"))
-    cached = F.coalesce(F.col("cached_msg_count"), F.lit(0)) > 0
+                                  "consume_concurrently_max_span", "pull_threshold_for_queue",
+                                  "pull_threshold_size_for_queue_mib", "is_orderly")
+    rows = (_owner_rows(episodes_df, pq, QUEUE_KEY)
+            .join(cfg, on=["cluster", "group", "client_id", "ts"], how="left"))
+    orderly = F.coalesce("is_orderly", F.lit(False))
+    count = F.coalesce("cached_msg_count", F.lit(0))
+    in_listener = F.when(orderly, F.coalesce("transaction_msg_count", F.lit(0))).otherwise(0)
+    cached = count > 0
     span = F.when(cached, F.col("cached_msg_max_offset") - F.col("cached_msg_min_offset"))
     max_span = F.coalesce("consume_concurrently_max_span",
                           F.lit(rules.consume_concurrently_max_span))
-    # Messages in (min, max] that are no longer cached have finished (facts §5.3, msgTreeMap).
+    max_count = F.coalesce("pull_threshold_for_queue", F.lit(rules.pull_threshold_for_queue))
+    max_size = F.coalesce("pull_threshold_size_for_queue_mib",
+                          F.lit(rules.pull_threshold_size_for_queue_mib))
+    pinned = cached & (F.col("cached_msg_min_offset") == F.col("committed_offset"))
+    held = pinned | (orderly & (in_listener > 0)
+                     & (F.col("transaction_msg_min_offset") == F.col("committed_offset")))
+    # Messages in (min, max] no longer cached have finished — or were filtered by tag (gaps):
+    # redelivery_risk only, never a "later messages finish" signal.
     finished = (F.col("cached_msg_max_offset") - F.col("cached_msg_min_offset") + 1
                 - F.col("cached_msg_count"))
+    by_client = Window.partitionBy(*EPISODE_KEY, "client_id").orderBy("ts")
     staged = rows.select(
-        *EPISODE_KEY, "client_id", "cached_msg_max_offset", "last_consume_at",
-        "consume_failed_tps",
+        *EPISODE_KEY, "client_id", "ts", "_settled", "last_consume_at",
         F.coalesce(span, F.lit(0)).cast("long").alias("_span"),
-        # RocketMQ checks the span for concurrent consumers only (facts §5.3)
-        F.coalesce((span >= max_span) & ~F.coalesce("is_orderly", F.lit(False)),
-                   F.lit(False)).alias("_span_limited"),
-        (cached & (F.col("cached_msg_min_offset") == F.col("committed_offset"))).alias("_pinned"),
-        finished.cast("long").alias("_finished"))
-    pinned = F.col("_pinned")
-    return staged.groupBy(*EPISODE_KEY).agg(
+        # RocketMQ checks the span for concurrent consumers only, count and size for every push
+        # consumer; its count includes an orderly client's messages in the listener (facts §5.3)
+        F.coalesce((span >= max_span) & ~orderly, F.lit(False)).alias("_span_limited"),
+        F.coalesce(((count + in_listener) > max_count)
+                   | (F.col("cached_msg_size_mib") > max_size), F.lit(False)).alias("_cache_limited"),
+        pinned.alias("_pinned"), held.alias("_held"), orderly.alias("_orderly"),
+        (pinned & ~orderly).alias("_concurrent_pinned"),
+        F.when(pinned & ~orderly, finished).cast("long").alias("_finished"),
+        (count + in_listener).alias("_waiting"), count.alias("_count"))
+    previous = staged.select(
+        "*", F.lag("_pinned").over(by_client).alias("_prev_pinned"),
+        F.lag("_count").over(by_client).alias("_prev_count"))
+    drained = (F.col("_concurrent_pinned") & F.coalesce("_prev_pinned", F.lit(False))
+               & (F.col("_count") < F.col("_prev_count")))
+    drain = F.struct(F.col("ts"), F.col("_prev_count").alias("before"),
+                     F.col("_count").alias("after"))
+    return previous.groupBy(*EPISODE_KEY).agg(
         F.max("_span").alias("in_flight_span"),
         F.max(F.col("_span_limited").cast("int")).alias("_span_limited"),
-        F.sum(pinned.cast("int")).alias("_pinned_rows"),
-        F.max(F.when(pinned, F.col("_finished"))).alias("_finished"),
-        F.min(F.when(pinned, F.col("cached_msg_max_offset"))).alias("_pinned_max_lo"),
-        F.max(F.when(pinned, F.col("cached_msg_max_offset"))).alias("_pinned_max_hi"),
-        F.min(F.when(pinned, F.col("last_consume_at"))).alias("_consumed_lo"),
-        F.max(F.when(pinned, F.col("last_consume_at"))).alias("_consumed_hi"),
-        F.array_sort(F.collect_set(F.when(pinned, F.col("client_id")))).alias("_pinned_by"),
-        F.count("consume_failed_tps").alias("_status_rows"),
-        F.count(F.when(F.col("consume_failed_tps") > 0, F.lit(1))).alias("_failing_rows"))
+        F.max(F.col("_cache_limited").cast("int")).alias("_cache_limited"),
+        F.sum(F.col("_concurrent_pinned").cast("int")).alias("_concurrent_pinned_rows"),
+        F.sum(F.col("_held").cast("int")).alias("_held_rows"),
+        F.max(F.col("_orderly").cast("int")).alias("_orderly"),
+        F.max("_finished").alias("_finished"),
+        F.min(F.when(drained, drain)).alias("_drain"),
+        F.count(F.when(F.col("_settled"), F.lit(1))).alias("_pq_settled_rows"),
+        F.count(F.when(F.col("_settled") & (F.col("_waiting") >= 2), F.lit(1)))
+        .alias("_waiting_rows"),
+        F.min(F.when(F.col("_settled"), F.col("_waiting"))).alias("_waiting_min"),
+        F.max("last_consume_at").alias("_last_consume_at"),
+        F.array_sort(F.collect_set(F.when(F.col("_held"), F.col("client_id"))))
+        .alias("_pinned_by"))
+
+
+def consume_status_evidence(episodes_df: DataFrame, consume_status_df: DataFrame) -> DataFrame:
+    """Per episode, the owners' consume rates for the topic (silver.consume_status): how many
+    snapshots report failures, and — a full TPS window into the episode — whether messages
+    finished (OK rate > 0) or nothing did (both rates 0)."""
+    status = consume_status_df.select("cluster", "group", "client_id", "ts", "topic",
+                                      "consume_ok_tps", "consume_failed_tps")
+    rows = _owner_rows(episodes_df, status, ["cluster", "group", "topic"])
+    settled = F.col("_settled")
+    ok, failed = F.col("consume_ok_tps"), F.col("consume_failed_tps")
+    return rows.groupBy(*EPISODE_KEY).agg(
+        F.count(failed).alias("_status_rows"),
+        F.count(F.when(failed > 0, F.lit(1))).alias("_failing_rows"),
+        F.max(failed).alias("_max_failed_tps"),
+        F.count(F.when(settled & ok.isNotNull() & failed.isNotNull(), F.lit(1)))
+        .alias("_settled_status_rows"),
+        F.count(F.when(settled & (ok > 0), F.lit(1))).alias("_ok_rows"),
+        F.max(F.when(settled, ok)).alias("_max_ok_tps"),
+        F.count(F.when(settled & (ok == 0) & (failed == 0), F.lit(1))).alias("_idle_rows"))
+
+
+def other_queues_evidence(episodes_df: DataFrame, queue_state_df: DataFrame) -> DataFrame:
+    """Per episode, the first advance of the committed offset of another queue of the topic
+    owned by one of the episode's owners, during the episode (broker offsets: the owner's other
+    messages finish; DESIGN.md §5 SLOW_MESSAGE, CONSUMER_HUNG)."""
+    window = episodes_df.select(*EPISODE_KEY, "stuck_since", "last_seen", "_owners")
+    moved = queue_state_df.where(F.col("consumer_offset_delta") > 0).select(
+        "cluster", "group", "topic", F.col("broker_name").alias("_o_broker"),
+        F.col("queue_id").alias("_o_queue"), F.col("ts").alias("_o_ts"),
+        F.col("owners").alias("_o_owners"))
+    first = F.struct(F.col("_o_ts").alias("ts"), F.col("_o_broker").alias("broker_name"),
+                     F.col("_o_queue").alias("queue_id"))
+    return (window.join(moved, on=["cluster", "group", "topic"], how="inner")
+            .where(((F.col("_o_broker") != F.col("broker_name"))
+                    | (F.col("_o_queue") != F.col("queue_id")))
+                   & (F.col("_o_ts") > F.col("stuck_since"))
+                   & (F.col("_o_ts") <= F.col("last_seen"))
+                   & F.arrays_overlap("_owners", "_o_owners"))
+            .groupBy(*EPISODE_KEY).agg(F.min(first).alias("_other_advanced")))
 
 
 def log_evidence(episodes_df: DataFrame, log_events_df: DataFrame) -> DataFrame:
@@ -222,37 +315,64 @@ def orphaned_during(episodes_df: DataFrame, orphaned_df: DataFrame) -> DataFrame
             .withColumn("_orphaned", F.lit(True)))
 
 
-def with_root_cause(df: DataFrame) -> DataFrame:
-    """``root_cause`` (first that holds, see the module docstring) and the fields it decides."""
+def _n(name: str) -> Column:
+    return F.coalesce(F.col(name), F.lit(0))
+
+
+def later_messages_finish() -> Column:
+    """SLOW_MESSAGE's evidence that messages after the pinned one finish (module docstring)."""
+    return ((_n("_ok_rows") > 0) | F.col("_other_advanced").isNotNull()
+            | F.col("_drain").isNotNull())
+
+
+def cause_chain() -> list[tuple[str, Column]]:
+    """The DESIGN.md §5 stuck causes in their order, each with the condition that decides it;
+    the first that holds wins, ``UNKNOWN`` otherwise. This list is the one place that orders
+    them: MASTER_DOWN (§5.3) is inserted between OWNER_DOWN and CONSUME_FAILING, with its
+    evidence columns joined in ``explain_stuck_episodes``."""
     never_owned = (F.coalesce(F.col("_orphaned"), F.lit(False))
                    | F.col("_live_first_at").isNull()
                    | (F.col("_live_first_at") == F.col("last_seen")))
     owner_gone = (F.col("_unowned_last_at") == F.col("last_seen")) & (
         F.col("_live_first_at") < F.col("last_seen"))
-    later_finished = ((F.coalesce("_finished", F.lit(0)) > 0)
-                      | (F.col("_pinned_max_hi") > F.col("_pinned_max_lo"))
-                      | (F.col("_consumed_hi") > F.col("_consumed_lo")))
-    slow = ((F.coalesce("_pinned_rows", F.lit(0)) > 0) & later_finished) | F.col(
-        "_sent_back_at").isNotNull()
-    failing = (F.coalesce("_status_rows", F.lit(0)) > 0) & (
-        F.col("_failing_rows") == F.col("_status_rows"))
-    cause = (F.when(never_owned, F.lit("NO_OWNER"))
-             .when(owner_gone, F.lit("OWNER_DOWN"))
-             .when(slow, F.lit("SLOW_MESSAGE"))
-             .when(failing, F.lit("CONSUME_FAILING"))
-             .otherwise(F.lit("UNKNOWN")))
+    failing = (_n("_status_rows") > 0) & (F.col("_failing_rows") == F.col("_status_rows"))
+    slow = (_n("_concurrent_pinned_rows") > 0) & later_messages_finish()
+    nothing_finishes = ((_n("_settled_status_rows") > 0)
+                        & (F.col("_idle_rows") == F.col("_settled_status_rows")))
+    messages_wait = ((_n("_pq_settled_rows") > 0)
+                     & (F.col("_waiting_rows") == F.col("_pq_settled_rows")))
+    hung = nothing_finishes & messages_wait & F.col("_other_advanced").isNull()
+    return [
+        ("NO_OWNER", never_owned),
+        ("OWNER_DOWN", owner_gone),
+        # ("MASTER_DOWN", ...) goes here (DESIGN.md §5.3)
+        ("CONSUME_FAILING", failing),
+        ("SLOW_MESSAGE", slow),
+        ("CONSUMER_HUNG", hung),
+    ]
+
+
+def with_root_cause(df: DataFrame) -> DataFrame:
+    """``root_cause`` (first of ``cause_chain`` that holds) and the fields it decides."""
+    chain = cause_chain()
+    cause = F.when(chain[0][1], F.lit(chain[0][0]))
+    for name, holds in chain[1:]:
+        cause = cause.when(holds, F.lit(name))
+    cause = cause.otherwise(F.lit("UNKNOWN"))
+    rc = F.col("root_cause")
     jumped = ((F.col("_next_offset") != F.col("committed_offset"))
               & (F.col("_next_ts") <= F.col("_until")))
+    blocks = (rc == "SLOW_MESSAGE") | ((rc == "CONSUME_FAILING") & (_n("_held_rows") > 0))
     return (df.withColumn("root_cause", cause)
-            .withColumn("owner", F.when(F.col("root_cause") != "NO_OWNER",
+            .withColumn("owner", F.when(rc != "NO_OWNER",
                                         F.col("_first_owner").getField("client_id")))
-            .withColumn("blocking_offset", F.when(F.col("root_cause") == "SLOW_MESSAGE",
-                                                  F.col("committed_offset")))
+            .withColumn("blocking_offset", F.when(blocks, F.col("committed_offset")))
             .withColumn("flow_controlled",
-                        F.coalesce(F.col("_span_limited") == 1, F.lit(False))
-                        | F.coalesce(F.col("_fc_lines") > 0, F.lit(False)))
-            .withColumn("redelivery_risk", F.greatest(F.coalesce("_finished", F.lit(0)),
-                                                      F.lit(0)).cast("long"))
+                        (_n("_span_limited") == 1) | (_n("_cache_limited") == 1)
+                        | (_n("_fc_lines") > 0))
+            .withColumn("redelivery_risk", F.when(
+                F.col("blocking_offset").isNotNull(), F.greatest(_n("_finished"), F.lit(0)))
+                .otherwise(F.lit(0)).cast("long"))
             .withColumn("released_at", F.coalesce(
                 "_sent_back_at", F.when(jumped, F.col("_next_ts")))))
 
@@ -261,12 +381,31 @@ def _iso(ts: Column) -> Column:
     return F.date_format(ts, "yyyy-MM-dd HH:mm:ss")
 
 
-def _text(col: str) -> Column:
-    return F.coalesce(F.col(col).cast("string"), F.lit("?"))
+def _text(col: str | Column) -> Column:
+    column = F.col(col) if isinstance(col, str) else col
+    return F.coalesce(column.cast("string"), F.lit("?"))
+
+
+def _finish_signal() -> Column:
+    """Which signal showed later messages finishing (the first that holds)."""
+    other = F.col("_other_advanced")
+    drain = F.col("_drain")
+    return (F.when(_n("_ok_rows") > 0, F.concat(
+        F.lit("consume_ok_tps for the topic up to "), _text("_max_ok_tps"),
+        F.lit(" a full minute into the episode")))
+        .when(other.isNotNull(), F.concat(
+            F.lit("its queue "), _text(other.getField("broker_name")), F.lit("/"),
+            _text(other.getField("queue_id")), F.lit(" of the topic committed past its offset at "),
+            _iso(other.getField("ts")), F.lit(" UTC")))
+        .otherwise(F.concat(
+            F.lit("the cached message count fell from "), _text(drain.getField("before")),
+            F.lit(" to "), _text(drain.getField("after")), F.lit(" at "),
+            _iso(drain.getField("ts")), F.lit(" UTC while the offset stayed first"))))
 
 
 def evidence() -> Column:
-    """A sentence naming the clients, offsets and times that show the cause."""
+    """A sentence naming the clients, offsets and times that show the cause, and which signal
+    decided it."""
     rc = F.col("root_cause")
     offset = _text("committed_offset")
     release = F.when(F.col("_sent_back_at").isNotNull(), F.concat(
@@ -277,6 +416,10 @@ def evidence() -> Column:
         F.lit("; still stuck at the last snapshot"))
     claimants = F.when(F.size("_claimed_by") > 0, F.concat(
         F.lit(" (claimed by "), F.array_join("_claimed_by", ", "), F.lit(", not live)")))
+    holder = F.when(F.size("_pinned_by") > 0, F.array_join("_pinned_by", ", ")).otherwise(
+        _text("owner"))
+    flow = F.when(F.col("flow_controlled"), F.lit(", flow-controlled")).otherwise(F.lit(""))
+    orderly = _n("_orderly") == 1
     text = (
         F.when(rc == "NO_OWNER", F.concat(
             F.lit("no live process owned the queue"), F.coalesce(claimants, F.lit("")),
@@ -286,22 +429,41 @@ def evidence() -> Column:
             _iso(F.col("_live_last_at")),
             F.lit(" UTC and nobody took the queue over; its last commit "), offset,
             F.lit(" stays")))
-        .when(rc == "SLOW_MESSAGE", F.concat(
-            F.lit("message "), offset, F.lit(" hangs in "),
-            F.when(F.size("_pinned_by") > 0, F.array_join("_pinned_by", ", "))
-            .otherwise(_text("owner")),
-            F.lit(": cached_msg_min_offset = commit offset while "),
-            _text("redelivery_risk"),
-            F.lit(" later messages finished (in-flight span "), _text("in_flight_span"),
-            F.when(F.col("flow_controlled"), F.lit(", flow-controlled")).otherwise(F.lit("")),
-            F.lit("); they are consumed again if the queue moves or the client restarts")))
         .when(rc == "CONSUME_FAILING", F.concat(
             F.lit("owner "), _text("owner"),
-            F.lit(" reports consume_failed_tps > 0 for the topic at every running-info snapshot;"
-                  " the commit stays at "), offset))
+            F.lit(" reports consume_failed_tps > 0 for the topic at all "), _text("_status_rows"),
+            F.lit(" of its running-info snapshots (up to "), _text("_max_failed_tps"),
+            F.lit("/s)"),
+            F.when(orderly & (_n("_held_rows") > 0), F.concat(
+                F.lit("; orderly consumer: message "), offset,
+                F.lit(" is first in its process queue and is suspended and retried in place"
+                      " (SUSPEND_CURRENT_QUEUE_A_MOMENT), never skipped before"
+                      " maxReconsumeTimes — unlimited by default")))
+            .when(_n("_held_rows") > 0, F.concat(
+                F.lit("; message "), offset, F.lit(" stays first in its process queue")))
+            .otherwise(F.lit("")),
+            F.lit("; the commit stays at "), offset, flow))
+        .when(rc == "SLOW_MESSAGE", F.concat(
+            F.lit("message "), offset, F.lit(" hangs in "), holder,
+            F.lit(": cached_msg_min_offset = commit offset while later messages finish ("),
+            _finish_signal(), F.lit("); "), _text("redelivery_risk"),
+            F.lit(" later messages already consumed (in-flight span "), _text("in_flight_span"),
+            flow, F.lit("); they are consumed again if the queue moves or the client restarts")))
+        .when(rc == "CONSUMER_HUNG", F.concat(
+            F.lit("owner "), _text("owner"),
+            F.lit(" is live but nothing of the topic finishes: consume_ok_tps and"
+                  " consume_failed_tps are 0 at all "), _text("_settled_status_rows"),
+            F.lit(" of its running-info snapshots a full minute into the episode, none of its"
+                  " queues of the topic advance, and at least "), _text("_waiting_min"),
+            F.lit(" messages wait behind offset "), offset,
+            F.when(F.col("_last_consume_at").isNotNull(), F.concat(
+                F.lit(" (last consumed at "), _iso(F.col("_last_consume_at")), F.lit(" UTC)")))
+            .otherwise(F.lit("")),
+            F.lit(": every consume thread is blocked, e.g. on a downstream call"), flow))
         .otherwise(F.concat(
             F.lit("owner "), _text("owner"), F.lit(" is live but the commit stays at "), offset,
-            F.lit("; its running info shows no pinned message"))))
+            F.lit("; its running info shows no failures, no pinned message with later ones"
+                  " finishing, and no consumer with nothing finishing"))))
     window = F.concat(F.lit("; stuck from "), _iso(F.col("stuck_since")), F.lit(" to "),
                       _iso(F.col("last_seen")), F.lit(" UTC"))
     lag = F.concat(F.lit("; lag "), _text("lag_start"), F.lit(" → "), _text("lag_end"))
@@ -326,10 +488,11 @@ def finalize_stuck(df: DataFrame, rules: StuckRules) -> DataFrame:
 
 def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules, *,
                            models_df: DataFrame) -> DataFrame:
-    """The episodes worth explaining. Small, and read three times by ``explain_stuck_episodes``:
-    the pipeline stages it so the snapshot windows run once. Broadcasting and pop groups
-    (``jobs.rules.models``) are never stuck: broadcast offsets live on the clients and the
-    broker's committed offset never moves (facts §2.4); pop has no queue owner to be stuck."""
+    """The episodes worth explaining. Small, and read several times by
+    ``explain_stuck_episodes``: the pipeline stages it so the snapshot windows run once.
+    Broadcasting and pop groups (``jobs.rules.models``) are never stuck: broadcast offsets live on
+    the clients and the broker's committed offset never moves (facts §2.4); pop has no queue
+    owner to be stuck."""
     queues = without_groups(queue_state_df, excluded_groups(models_df))
     return stuck_episodes(stuck_snapshots(queues, rules.max_snapshot_gap_seconds), rules)
 
@@ -337,13 +500,15 @@ def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules, *,
 def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
                            client_config_df: DataFrame, consume_status_df: DataFrame,
                            log_events_df: DataFrame, rules: StuckRules,
-                           orphaned_df: DataFrame | None = None) -> DataFrame:
-    """Lasting episodes plus their running-info and log evidence → gold.stuck_queues."""
-    ri = running_info_evidence(episodes_df, process_queues_df, client_config_df,
-                               consume_status_df, rules)
-    logs = log_evidence(episodes_df, log_events_df)
-    joined = (episodes_df.join(ri, on=EPISODE_KEY, how="left")
-              .join(logs, on=EPISODE_KEY, how="left"))
+                           orphaned_df: DataFrame | None = None, *,
+                           queue_state_df: DataFrame) -> DataFrame:
+    """Lasting episodes plus their running-info, offset and log evidence → gold.stuck_queues."""
+    joined = episodes_df
+    for part in (process_queue_evidence(episodes_df, process_queues_df, client_config_df, rules),
+                 consume_status_evidence(episodes_df, consume_status_df),
+                 other_queues_evidence(episodes_df, queue_state_df),
+                 log_evidence(episodes_df, log_events_df)):
+        joined = joined.join(part, on=EPISODE_KEY, how="left")
     if orphaned_df is None:
         joined = joined.withColumn("_orphaned", F.lit(None).cast("boolean"))
     else:
@@ -362,4 +527,5 @@ def build_stuck_queues(queue_state_df: DataFrame, process_queues_df: DataFrame,
     return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules,
                                                          models_df=models_df),
                                   process_queues_df, client_config_df, consume_status_df,
-                                  log_events_df, rules, orphaned_df)
+                                  log_events_df, rules, orphaned_df,
+                                  queue_state_df=queue_state_df)

@@ -8,15 +8,20 @@ from pyspark.sql import functions as F
 
 
 def with_episode_id(df: DataFrame, keys: list[str], flag: Column,
-                    max_gap_seconds: int) -> DataFrame:
+                    max_gap_seconds: int, breaks_on: tuple[str, ...] = ()) -> DataFrame:
     """Add ``_flag`` and ``_episode``: rows of one key with the flag set at consecutive snapshots
-    (each gap ≤ ``max_gap_seconds``, DESIGN.md §5 max_snapshot_gap) share an ``_episode``."""
+    (each gap ≤ ``max_gap_seconds``, DESIGN.md §5 max_snapshot_gap) share an ``_episode``. A row
+    whose value of a ``breaks_on`` column differs from the previous row's starts a new one (a
+    stuck episode ends where the committed offset moves)."""
     order = Window.partitionBy(*keys).orderBy("ts")
     running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     prev_flag = F.lag("_flag").over(order)
     gap = F.unix_millis(F.col("ts")) - F.unix_millis(F.lag("ts").over(order))
+    changed = F.lit(False)
+    for name in breaks_on:
+        changed = changed | ~F.col(name).eqNullSafe(F.lag(name).over(order))
     starts = (F.col("_flag") & (prev_flag.isNull() | ~prev_flag
-                                | (gap > F.lit(max_gap_seconds * 1000))))
+                                | (gap > F.lit(max_gap_seconds * 1000)) | changed))
     return (df.withColumn("_flag", flag)
             .withColumn("_start", F.when(starts, 1).otherwise(0))
             .withColumn("_episode", F.sum("_start").over(running))

@@ -69,6 +69,7 @@ def build_client_config(running_info_df: DataFrame) -> DataFrame:
         _int_prop("consumeConcurrentlyMaxSpan").alias("consume_concurrently_max_span"),
         _int_prop("consumeTimeout").alias("consume_timeout_minutes"),
         _int_prop("pullThresholdForQueue").alias("pull_threshold_for_queue"),
+        _int_prop("pullThresholdSizeForQueue").alias("pull_threshold_size_for_queue_mib"),
         F.col("properties").getItem("messageModel").alias("message_model"),
         pop_aware_consume_type().alias("consume_type"),
         (F.lower(F.col("properties").getItem("PROP_CONSUMEORDERLY")) == "true").alias("is_orderly"),

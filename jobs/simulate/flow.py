@@ -16,6 +16,13 @@ modelled (rocketmq-facts.md):
   sends a message that started more than ``consumeTimeout`` ago back to ``%RETRY%``, releasing
   the offset (``send expire msg back``), §5.3;
 - flow-control lines are sampled 1 in 1000 per consumer instance (a re-pull every 50 ms), §5.3;
+- an orderly consumer's poison message is suspended and retried in place about once a second
+  (SUSPEND_CURRENT_QUEUE_A_MOMENT, suspendCurrentQueueTimeMillis 1000 ms, no DLQ with the default
+  maxReconsumeTimes): its commit waits, every try counts a failure, pulls go on up to
+  pullThresholdForQueue and ``takeMessages`` keeps last_consume_timestamp fresh, §2.6;
+- a consumer whose every consume thread hangs (a downstream call) finishes nothing: commits of
+  all its queues stop, pulls go on up to pullThresholdForQueue, its OK and failed rates fall to
+  0 and last_consume_timestamp stays where it was, §5.3 "Hung consumer";
 - ``[persistAll]`` lines every 5 s per owned queue, §2.3.
 """
 
@@ -58,6 +65,23 @@ class SlowMessage:
     owner: int = -1
     max_span: int = 0
     redelivery_risk: int = 0
+
+
+@dataclass
+class Stall:
+    """Consumption stopped while the owner stays live: ``poison`` (an orderly consumer's SUSPEND
+    loop on queue ``gq``) or ``hang`` (every consume thread of process ``proc`` blocked)."""
+
+    kind: str
+    at_ms: int
+    end_ms: int
+    fault_index: int
+    gq: int | None = None
+    proc: int | None = None
+    started: bool = False
+    ended: bool = False
+    blocking: dict[int, int] = field(default_factory=dict)  # gq -> its frozen commit
+    flow_controlled: set[int] = field(default_factory=set)  # cached > pullThresholdForQueue seen
 
 
 @dataclass
@@ -138,6 +162,9 @@ class Flow:
         self.slow = [SlowMessage(self.gq_index[(f.group, MessageQueue(f.topic, f.broker_name, f.queue_id))],
                                  parse_time_ms(f.at), parse_time_ms(f.duration), i)
                      for i, f in enumerate(scenario.faults) if f.kind == "slow_message"]
+        self.frozen = np.zeros(n_gq, dtype=bool)
+        self.stalls = [self._stall(i, f) for i, f in enumerate(scenario.faults)
+                       if f.kind in ("poison_message", "consumer_hang")]
         # the exporter's collection second plus its fixed run time; connections/running_info vary
         self.offsets_phase_ms = int(prng.integers(100, 1000))
         self.track = Track()
@@ -160,6 +187,14 @@ class Flow:
         self.flapping = [i for i, (g, mq) in enumerate(self.gq_keys) if (g, mq.broker_name) in cluster.sub_tables]
 
     # --- setup ---------------------------------------------------------------------------------
+
+    def _stall(self, index: int, fault) -> Stall:
+        at, end = parse_time_ms(fault.at), parse_time_ms(fault.at) + parse_time_ms(fault.duration)
+        if fault.kind == "poison_message":
+            gq = self.gq_index[(fault.group, MessageQueue(fault.topic, fault.broker_name, fault.queue_id))]
+            return Stall("poison", at, end, index, gq=gq)
+        proc = next(p.idx for p in self.cluster.processes if p.spec.name == fault.clients[0] and p.alive(at))
+        return Stall("hang", at, end, index, proc=proc)
 
     def tracked_groups(self) -> set[str]:
         return {g.name for g in self.scenario.groups if not g.name.startswith("GID_fill_")} | \
@@ -202,7 +237,8 @@ class Flow:
                 "pullThresholdForQueue": str(group.pull_threshold), "pullThresholdForTopic": "-1",
                 "pullThresholdSizeForQueue": "100", "pullThresholdSizeForTopic": "-1",
                 "unitMode": "false", "PROP_CLIENT_VERSION": p.client_version,
-                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_CONSUMEORDERLY": "false",
+                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                "PROP_CONSUMEORDERLY": "true" if group.orderly else "false",
                 "PROP_CONSUMER_START_TIMESTAMP": str(self.clock.epoch(p.start_ms)),
                 "PROP_NAMESERVER_ADDR": "10.0.9.2:9876;10.0.9.3:9876;", "PROP_THREADPOOL_CORE_SIZE": "20",
             }
@@ -302,17 +338,24 @@ class Flow:
             step_logs: list[tuple[int, int, str]] = []
             for s in self.slow:
                 self._slow_step(s, t, prev, step_logs)
+            for st in self.stalls:
+                self._stall_step(st, t)
             # 5. consumption
             avail = self.prod[self.gq_tq]
             budget = (self.cap * dt_ms).astype(np.int64)
-            free = owned & ~self.pinned
+            free = owned & ~self.pinned & ~self.frozen
             new_commit = np.minimum(avail, self.commit + budget)
             moved = free & (new_commit > self.commit)
             self.last_consume = np.where(moved, t, self.last_consume)
             self.commit = np.where(free, new_commit, self.commit)
             backlog = avail - self.commit
-            # the client pulls ahead of its commit up to pullThresholdForQueue (+ one batch of 32)
-            self.pulled = np.where(free, np.minimum(avail, self.commit + self.pull_ahead), self.pulled)
+            # the client pulls ahead of its commit up to pullThresholdForQueue (+ one batch of 32),
+            # also while nothing is consumed (a stall)
+            self.pulled = np.where(free | (owned & self.frozen),
+                                   np.minimum(avail, self.commit + self.pull_ahead), self.pulled)
+            for st in self.stalls:
+                if st.kind == "poison" and st.started and not st.ended:
+                    self.last_consume[st.gq] = t  # takeMessages before every try (facts §2.6)
             if self.pinned.any():
                 self._pinned_step(t, avail, budget)
             if in_out and fine:
@@ -379,6 +422,33 @@ class Flow:
                         f"queueId={mq.queue_id}, queueOffset={s.blocking_offset}")
                 logs.append((release, s.owner, log_line(self.clock, release, "INFO", "CleanExpireMsgScheduledThread_1",
                                                          text, is_5x=p.is_5x, pid=p.pid, line_no=361)))
+
+    # --- stalls: an orderly poison message, a hung consumer (facts §2.6, §5.3) -------------------
+
+    def _stall_step(self, st: Stall, t: int) -> None:
+        if not st.started and st.at_ms <= t:
+            st.started = True
+            gqs = ([st.gq] if self.owners[st.gq] else []) if st.kind == "poison" else list(self.proc_gqs[st.proc])
+            for gq in gqs:
+                st.blocking[gq] = int(self.commit[gq])
+                self.frozen[gq] = True
+        elif st.started and not st.ended and st.end_ms <= t:
+            st.ended = True
+            for gq in st.blocking:
+                self.frozen[gq] = False
+
+    def _failures(self, proc: int, topic: str, ts: int, seconds: int) -> int:
+        """Tries of a poison message of ``proc`` on ``topic`` in the ``seconds`` before ``ts``:
+        one a second (suspendCurrentQueueTimeMillis 1000 ms, a listener that fails at once)."""
+        n = 0
+        for st in self.stalls:
+            if st.kind != "poison" or not st.started or self.gq_keys[st.gq][1].topic != topic:
+                continue
+            if st.gq not in st.blocking or proc not in self.owners[st.gq]:
+                continue
+            lo, hi = max(st.at_ms, ts - seconds * 1000), min(st.end_ms, ts)
+            n += max(0, (hi - lo) // 1000)
+        return n
 
     def _pinned_step(self, t: int, avail: np.ndarray, budget: np.ndarray) -> None:
         idx = np.nonzero(self.pinned)[0]
@@ -501,6 +571,10 @@ class Flow:
         iso8 = clock.iso_gmt8(ts_ri)
         ri = []
         commit = self.commit.tolist()
+        for st in self.stalls:
+            for gq in st.blocking:
+                if self.pulled[gq] - self.commit[gq] > self.scenario.group(self.gq_keys[gq][0]).pull_threshold:
+                    st.flow_controlled.add(gq)
         minute = len(self.track.connection_ts) - 1
         for group in self.scenario.groups:
             if not group.running_info or minute % group.running_info_every:
@@ -509,7 +583,7 @@ class Flow:
                 if p.spec.name in group.admin_unanswered:
                     continue
                 ri.append(f'{{"ts":"{iso8}",{self.ri_head[p.idx]}"subscriptions":{self._subs(p)},'
-                          f'"mq_table":{self._mq_table(p, ts_ri, commit)},"status_table":{self._status(p)}}}')
+                          f'"mq_table":{self._mq_table(p, ts_ri, commit)},"status_table":{self._status(p, ts_ri)}}}')
                 self._track_answer(ts_ri, p)
         self.files.write_lines("running_info", ts_ri, "part-00000.jsonl", ri)
         self.prev_commit = self.commit.copy()
@@ -587,7 +661,7 @@ class Flow:
                 f'"last_consume_timestamp":{lc}}}')
         return "[" + ",".join(rows) + "]"
 
-    def _status(self, p: Process) -> str:
+    def _status(self, p: Process, ts: int) -> str:
         if not consumer_kinds.reports_status_table(self.groups[p.group].kind):
             return "[]"
         rows = []
@@ -595,9 +669,13 @@ class Flow:
             gqs = [i for i in self.proc_gqs[p.idx] if self.gq_keys[i][1].topic == topic]
             done = sum(int(self.commit[i] - self.prev_commit[i]) for i in gqs)
             tps = max(0.0, done / 60.0)
+            # failed: the minute rate and the hour's sum (ConsumerStatsManager, facts §6.1)
+            failed_tps = self._failures(p.idx, topic, ts, 60) / 60.0
+            failed_msgs = self._failures(p.idx, topic, ts, 3600)
             rows.append(f'{{"topic":"{topic}","pull_rt":{1.2 + (p.pid % 7) / 10:.1f},"pull_tps":{tps:.2f},'
                         f'"consume_rt":{3.0 + (p.pid % 5):.1f},"consume_ok_tps":{tps:.2f},'
-                        f'"consume_failed_tps":0.0,"consume_failed_msgs":0}}')
+                        f'"consume_failed_tps":{f"{failed_tps:.2f}" if failed_tps else "0.0"},'
+                        f'"consume_failed_msgs":{failed_msgs}}}')
         return "[" + ",".join(rows) + "]"
 
     # --- client logs ----------------------------------------------------------------------------------

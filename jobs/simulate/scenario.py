@@ -22,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 STRATEGY_NAMES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 FAULT_KINDS = ("duplicate_client_id", "subscription_inconsistent", "strategy_inconsistent",
-               "client_leaves", "slow_message", "consumer_crash", "client_joins")
+               "client_leaves", "slow_message", "consumer_crash", "client_joins", "poison_message",
+               "consumer_hang")
+QUEUE_FAULTS = ("slow_message", "poison_message")  # name one queue and a time window
 BUILTIN_PACKAGE = "jobs.simulate.scenarios"
 
 _TIME = re.compile(r"^(-)?(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$")
@@ -118,6 +120,12 @@ class Group(_Model):
     subscriptions_every: int = Field(1, ge=1)  # connection rounds carrying subscriptions
     # consumer kind (jobs.simulate.consumer_kinds): push | orderly | broadcast | pop | lite_pull | lite_pull_assign
     kind: Literal["push", "orderly", "broadcast", "pop", "lite_pull", "lite_pull_assign"] = "push"
+
+    @property
+    def orderly(self) -> bool:
+        """MessageListenerOrderly (PROP_CONSUMEORDERLY): queue locks, SUSPEND retries in place, no
+        span flow control."""
+        return self.kind == "orderly"
 
 
 class Client(_Model):
@@ -269,12 +277,21 @@ class Scenario(_Model):
                     raise ValueError(f"{where}: client {name!r} is not in group {fault.group!r}")
             if fault.topic is not None and fault.topic not in topics:
                 raise ValueError(f"{where}.topic names unknown topic {fault.topic!r}")
-            if fault.kind == "slow_message":
+            if fault.kind in QUEUE_FAULTS:
                 for key in ("topic", "broker_name", "queue_id", "at", "duration"):
                     if getattr(fault, key) is None:
                         raise ValueError(f"{where} needs {key}")
                 if topics[fault.topic].queues.get(fault.broker_name, 0) <= fault.queue_id:
                     raise ValueError(f"{where}: {fault.topic} has no queue {fault.broker_name}/{fault.queue_id}")
+                # a slow message pins a concurrent commit (facts §5.3); a poison message loops in
+                # an orderly consumer's SUSPEND retries (facts §2.6) — a concurrent one hands it back
+                orderly = self.group(fault.group).orderly
+                if orderly != (fault.kind == "poison_message"):
+                    kind = "an orderly" if fault.kind == "poison_message" else "a concurrent"
+                    raise ValueError(f"{where} needs {kind} group")
+            if fault.kind == "consumer_hang" and (len(fault.clients) != 1 or fault.at is None
+                                                  or fault.duration is None):
+                raise ValueError(f"{where} needs exactly one client, 'at' and 'duration'")
             if fault.kind in ("client_leaves", "consumer_crash", "client_joins"):
                 if len(fault.clients) != 1 or fault.at is None:
                     raise ValueError(f"{where} needs exactly one client and 'at'")

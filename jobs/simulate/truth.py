@@ -35,6 +35,9 @@ WHATIF_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 ORPHAN_CAUSE = {"duplicate_client_id": "DUPLICATE_CLIENT_ID",
                 "subscription_inconsistent": "SUBSCRIPTION_INCONSISTENT",
                 "strategy_inconsistent": "STRATEGY_INCONSISTENT", "consumer_crash": "REBALANCE_GAP"}
+# an orderly consumer's SUSPEND loop shows consume failures at every snapshot; a hung consumer
+# finishes nothing while messages wait (DESIGN.md §5)
+STALL_CAUSE = {"poison_message": "CONSUME_FAILING", "consumer_hang": "CONSUMER_HUNG"}
 CAUSE_ORDER = ["DUPLICATE_CLIENT_ID", "SUBSCRIPTION_INCONSISTENT", "STRATEGY_INCONSISTENT",
                "CLIENT_NOT_IN_CID_ALL", "NO_LIVE_CONSUMER", "REBALANCE_GAP", "UNKNOWN"]
 
@@ -310,6 +313,19 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
                 double.append(_episode_row(e, flow, clock, "STALE_OWNER", cluster))
                 queues.append(mq)
             continue
+        if fault.kind in STALL_CAUSE:
+            st = next(st for st in flow.stalls if st.fault_index == fi)
+            if e.kind != "stuck" or e.gq not in st.blocking:
+                continue
+            claimed.add(i)
+            stuck.append(_episode_row(
+                e, flow, clock, STALL_CAUSE[fault.kind], cluster,
+                # the poison message is first in its owner's process queue (facts §2.6)
+                blocking_offset=st.blocking[e.gq] if st.kind == "poison" else None,
+                flow_controlled=e.gq in st.flow_controlled, redelivery_risk=0,
+                released_at=clock.iso_z(st.end_ms) if st.ended else None))
+            queues.append(mq)
+            continue
         cause = ORPHAN_CAUSE.get(fault.kind)
         if cause is None:
             continue
@@ -364,6 +380,10 @@ def _fault_window(fault: Fault, cluster: Cluster, flow: Flow, window: tuple[int,
         s = next(s for s in flow.slow if s.gq == flow.gq_index[(fault.group, MessageQueue(
             fault.topic, fault.broker_name, fault.queue_id))])
         return s.at_ms, s.released_ms if s.released_ms is not None else window[1]
+    if fault.kind in STALL_CAUSE:
+        st = next(st for st in flow.stalls if st.at_ms == parse_time_ms(fault.at)
+                  and (st.proc is None or cluster.processes[st.proc].spec.name in fault.clients))
+        return st.at_ms, min(st.end_ms, window[1])
     if fault.kind in ("client_leaves", "client_joins"):
         at = parse_time_ms(fault.at)
         return at, at

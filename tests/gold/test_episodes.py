@@ -60,3 +60,15 @@ def test_an_episode_starts_at_the_snapshot_before_its_first_flagged_one(spark):
                   for r in got.collect())
     assert rows == [("q1", "a", 0), ("q1", "b", None), ("q1", "d", 120), ("q1", "e", None),
                     ("q1", "f", 781), ("q2", "g", 0), ("q2", "i", 60), ("q2", "k", 180)]
+
+
+def test_a_changed_break_column_starts_a_new_episode(spark):
+    """``breaks_on``: the stuck detector's runs end where the committed offset moves, also
+    between two flagged snapshots; a null offset after a known one is a change too, a gap of
+    301 s still splits, and the value returning to an earlier one is a new run."""
+    rows = [("q", _at(0), 5), ("q", _at(60), 5), ("q", _at(120), 7), ("q", _at(180), 7),
+            ("q", _at(240), None), ("q", _at(300), None), ("q", _at(601), None),
+            ("q", _at(660), 5)]
+    df = spark.createDataFrame(rows, "q string, ts timestamp, offset long")
+    got = with_episode_id(df, ["q"], F.lit(True), 300, breaks_on=("offset",))
+    assert [r["_episode"] for r in got.orderBy("ts").collect()] == [1, 1, 2, 2, 3, 3, 4, 5]

@@ -9,6 +9,12 @@ from chispa import assert_df_equality
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.rules.models import MODELS_SCHEMA
 from jobs.silver.queue_offsets import with_time_lag
+from tests.rules.frames import (
+    CLIENT_CONFIG_SCHEMA,
+    CONSUME_STATUS_SCHEMA,
+    PROCESS_QUEUES_SCHEMA,
+    widen,
+)
 
 T0 = dt.datetime(2025, 11, 21, 10, 0, 0)
 DAY = T0.date()
@@ -17,7 +23,8 @@ RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
 
 STATE_SCHEMA = ("cluster string, group string, topic string, broker_name string, queue_id int, "
                 "ts timestamp, lag long, broker_offset long, consumer_offset long, "
-                "owners array<string>, owner_count int, claimed_by array<string>, date date")
+                "consumer_offset_delta long, owners array<string>, owner_count int, "
+                "claimed_by array<string>, date date")
 PQ_SCHEMA = ("cluster string, group string, client_id string, ts timestamp, topic string, "
              "broker_name string, queue_id int, commit_offset long, cached_msg_min_offset long, "
              "cached_msg_max_offset long, cached_msg_count long, dropped boolean, "
@@ -44,9 +51,14 @@ def at(minute, second=0.0):
 
 
 def state(queue_id, rows):
-    """``rows``: (minute, broker_offset, consumer_offset, live owners, claimants)."""
-    return [("c", "g", "t", "b", queue_id, at(m), max(bo - co, 0), bo, co, owners,
-             len(owners), claims, DAY) for m, bo, co, owners, claims in rows]
+    """``rows``: (minute, broker_offset, consumer_offset, live owners, claimants), in order."""
+    out, prev = [], None
+    for m, bo, co, owners, claims in rows:
+        delta = None if prev is None or co is None else co - prev
+        out.append(("c", "g", "t", "b", queue_id, at(m), max(bo - co, 0), bo, co, delta, owners,
+                    len(owners), claims, DAY))
+        prev = co
+    return out
 
 
 def pinned_rows(queue_id, offset, owners_at, claims=("c1",), minutes=range(8)):
@@ -82,7 +94,8 @@ def hand_day():
     rows += state(8, [(m, 1100 + (0 if m == 4 else 10 * (m + 1)), 1100, ["c1"], ["c1"])
                       for m in range(8)])
     # 9: nulls (no lag known, no owners known)
-    rows += [("c", "g", "t", "b", 9, at(m), None, None, None, [], 0, [], DAY) for m in range(8)]
+    rows += [("c", "g", "t", "b", 9, at(m), None, None, None, None, [], 0, [], DAY)
+             for m in range(8)]
     return rows
 
 
@@ -114,10 +127,14 @@ def run(spark):
               (None, None, None, None, None, None)]
     return build_stuck_queues(
         spark.createDataFrame(hand_day(), STATE_SCHEMA),
-        spark.createDataFrame(process_queue_rows(), PQ_SCHEMA),
-        spark.createDataFrame(cfg, CONFIG_SCHEMA),
-        spark.createDataFrame(status, STATUS_SCHEMA),
+        silver(spark, process_queue_rows(), PQ_SCHEMA, PROCESS_QUEUES_SCHEMA),
+        silver(spark, cfg, CONFIG_SCHEMA, CLIENT_CONFIG_SCHEMA),
+        silver(spark, status, STATUS_SCHEMA, CONSUME_STATUS_SCHEMA),
         spark.createDataFrame(events, EVENTS_SCHEMA), RULES, models_df=no_models(spark))
+
+
+def silver(spark, rows, schema, full):
+    return widen(spark, spark.createDataFrame(rows, schema), full)
 
 
 def test_stuck_queues_of_the_hand_day(spark):
@@ -165,9 +182,10 @@ def test_a_queue_orphaned_during_the_episode_is_no_owner_not_owner_down(spark):
     base = run(spark)
     with_orphans = build_stuck_queues(
         spark.createDataFrame(hand_day(), STATE_SCHEMA),
-        spark.createDataFrame(process_queue_rows(), PQ_SCHEMA),
-        spark.createDataFrame([("c", "g", "c1", at(0, 3), 40, False, DAY)], CONFIG_SCHEMA),
-        spark.createDataFrame([], STATUS_SCHEMA),
+        silver(spark, process_queue_rows(), PQ_SCHEMA, PROCESS_QUEUES_SCHEMA),
+        silver(spark, [("c", "g", "c1", at(0, 3), 40, False, DAY)], CONFIG_SCHEMA,
+               CLIENT_CONFIG_SCHEMA),
+        silver(spark, [], STATUS_SCHEMA, CONSUME_STATUS_SCHEMA),
         spark.createDataFrame([], EVENTS_SCHEMA), RULES, orphaned, models_df=no_models(spark))
     got = {r.queue_id: (r.root_cause, r.owner) for r in with_orphans.collect()}
     assert {r.queue_id: r.root_cause for r in base.collect()}[3] == "OWNER_DOWN"

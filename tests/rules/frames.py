@@ -52,3 +52,38 @@ def queue_state_of(spark, offsets, claims, members, window=90, gap=300, round_se
                           window)
     return build_queue_state(offsets_df, spark.createDataFrame(claims, OWNERSHIP_SCHEMA),
                              members_df, live, window, gap, round_seconds)
+
+
+# The stuck detector's silver inputs in full (jobs/silver/process_queues.py, client_config.py,
+# consume_status.py; bronze client_log_events): a test builds the columns it sets and ``widen``
+# adds the others as nulls, which is what a snapshot without them gives.
+PROCESS_QUEUES_SCHEMA = (
+    "cluster string, group string, client_id string, ts timestamp, topic string, "
+    "broker_name string, queue_id int, commit_offset long, cached_msg_min_offset long, "
+    "cached_msg_max_offset long, cached_msg_count long, cached_msg_size_mib long, "
+    "transaction_msg_min_offset long, transaction_msg_max_offset long, "
+    "transaction_msg_count long, locked boolean, try_unlock_times long, dropped boolean, "
+    "last_lock_at timestamp, last_pull_at timestamp, last_consume_at timestamp, date date")
+CLIENT_CONFIG_SCHEMA = (
+    "cluster string, group string, client_id string, ts timestamp, strategy string, "
+    "strategy_class string, consume_concurrently_max_span long, consume_timeout_minutes long, "
+    "pull_threshold_for_queue long, pull_threshold_size_for_queue_mib long, "
+    "message_model string, consume_type string, is_orderly boolean, client_version string, "
+    "consumer_started_at timestamp, date date")
+CONSUME_STATUS_SCHEMA = (
+    "cluster string, group string, client_id string, ts timestamp, topic string, "
+    "pull_tps double, consume_rt double, consume_ok_tps double, consume_failed_tps double, "
+    "consume_failed_msgs long, date date")
+LOG_EVENTS_SCHEMA = ("group string, ts timestamp, event string, "
+                     "queues array<struct<topic:string,broker_name:string,queue_id:int>>, "
+                     "offset long, min_offset long")
+
+
+def widen(spark, df, schema):
+    """``df`` with every column of ``schema`` (DDL), in its order; the missing ones null."""
+    from pyspark.sql import functions as F
+
+    have = set(df.columns)
+    return df.select(*[F.col(f.name).cast(f.dataType) if f.name in have
+                       else F.lit(None).cast(f.dataType).alias(f.name)
+                       for f in spark.createDataFrame([], schema).schema.fields])

@@ -13,7 +13,14 @@ from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.rules.models import MODELS_SCHEMA, consumer_models, excluded_groups
 from jobs.silver.client_config import build_client_config
-from tests.rules.frames import DAY, at
+from tests.rules.frames import (
+    CLIENT_CONFIG_SCHEMA,
+    CONSUME_STATUS_SCHEMA,
+    DAY,
+    PROCESS_QUEUES_SCHEMA,
+    at,
+    widen,
+)
 
 RULES = OrphanRules(liveness_window_seconds=90, max_snapshot_gap_seconds=300,
                     orphan_min_duration_seconds=120, orphan_transient_max_seconds=300,
@@ -170,8 +177,10 @@ def test_broadcast_and_pop_groups_are_never_stuck(spark):
     status = spark.createDataFrame([], "cluster string, group string, client_id string, "
                                        "ts timestamp, topic string, consume_failed_tps double, "
                                        "date date")
-    found = build_stuck_queues(spark.createDataFrame(rows, STATE), process_queues(spark),
-                               client_config(spark), status, empty_events, STUCK,
+    found = build_stuck_queues(spark.createDataFrame(rows, STATE),
+                               widen(spark, process_queues(spark), PROCESS_QUEUES_SCHEMA),
+                               widen(spark, client_config(spark), CLIENT_CONFIG_SCHEMA),
+                               widen(spark, status, CONSUME_STATUS_SCHEMA), empty_events, STUCK,
                                models_df=models(spark)).collect()
     assert sorted(r.group for r in found) == ["lite", "pull", "push"]
 
@@ -193,7 +202,10 @@ def test_orderly_clients_get_no_span_flow_control(spark):
         [], "group string, ts timestamp, event string, "
             "queues array<struct<topic:string,broker_name:string,queue_id:int>>, "
             "offset long, min_offset long")
-    found = build_stuck_queues(spark.createDataFrame(rows, STATE), pq, cfg, status, events,
+    found = build_stuck_queues(spark.createDataFrame(rows, STATE),
+                               widen(spark, pq, PROCESS_QUEUES_SCHEMA),
+                               widen(spark, cfg, CLIENT_CONFIG_SCHEMA),
+                               widen(spark, status, CONSUME_STATUS_SCHEMA), events,
                                STUCK, models_df=models(spark)).collect()
     assert sorted((r.queue_id, r.in_flight_span, r.flow_controlled) for r in found) == [
         (0, 50, True), (1, 50, False)]

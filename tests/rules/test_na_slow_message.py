@@ -5,7 +5,18 @@ client), so it is a stuck SLOW_MESSAGE — not an orphan, not NO_OWNER."""
 
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.rules.models import MODELS_SCHEMA
-from tests.rules.frames import DAY, at, claim, connected, queue_state_of, snapshots
+from tests.rules.frames import (
+    CLIENT_CONFIG_SCHEMA,
+    CONSUME_STATUS_SCHEMA,
+    DAY,
+    PROCESS_QUEUES_SCHEMA,
+    at,
+    claim,
+    connected,
+    queue_state_of,
+    snapshots,
+    widen,
+)
 
 RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
                    consume_concurrently_max_span=2000, critical_lag=10000, critical_minutes=30)
@@ -34,12 +45,17 @@ def pinned_day(spark):
     state = queue_state_of(spark, offsets, claims, connected("a@1", range(-1, 9)), 90, 300, 30)
     pq = [("c", "g", "a@1", at(m, 3), "t", "b", 1, 1000, 1000, 1000 + 10 * m, 1, False, at(m, 1),
            DAY) for m in MINUTES]
+    # materialised: the detector reads the state several times, and classic Spark plans every
+    # copy of build_queue_state's windows (the pipeline stages the state and the episodes)
+    state = spark.createDataFrame(state.collect(), state.schema)
     return state, build_stuck_queues(
-        state, spark.createDataFrame(pq, PQ_SCHEMA),
-        spark.createDataFrame([("c", "g", "a@1", at(m, 3), 2000, False, DAY) for m in MINUTES],
-                              CONFIG_SCHEMA),
-        spark.createDataFrame([("c", "g", "a@1", at(m, 3), "t", 0.0, DAY) for m in MINUTES],
-                              STATUS_SCHEMA),
+        state, widen(spark, spark.createDataFrame(pq, PQ_SCHEMA), PROCESS_QUEUES_SCHEMA),
+        widen(spark, spark.createDataFrame(
+            [("c", "g", "a@1", at(m, 3), 2000, False, DAY) for m in MINUTES], CONFIG_SCHEMA),
+            CLIENT_CONFIG_SCHEMA),
+        widen(spark, spark.createDataFrame(
+            [("c", "g", "a@1", at(m, 3), "t", 0.0, DAY) for m in MINUTES], STATUS_SCHEMA),
+            CONSUME_STATUS_SCHEMA),
         spark.createDataFrame([], EVENTS_SCHEMA), RULES,
         models_df=spark.createDataFrame([], MODELS_SCHEMA))
 
