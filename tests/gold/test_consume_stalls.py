@@ -1,9 +1,10 @@
 """Issue #18's consume stalls simulated from RocketMQ's mechanics, through every layer, both
 engines (scenario ``consume-stalls``): an orderly consumer's poison message, a consumer whose
 every thread hangs, a concurrent consumer with one slow message and a healthy orderly group
-under steady load. The gold tables equal the truth: exactly the poisoned queue is
-CONSUME_FAILING and the hung client's queues CONSUMER_HUNG, the slow message stays
-SLOW_MESSAGE, and the healthy orderly group has no finding."""
+under steady load, beside every other consumer kind (``consumer-kinds``, no fault there). The
+gold tables equal the truth: exactly the poisoned queue is CONSUME_FAILING and the hung client's
+queues CONSUMER_HUNG, the slow message stays SLOW_MESSAGE, and no other group — the healthy
+orderly one, broadcast, pop, lite pull — has a WARN or CRITICAL finding (issue #18's acceptance)."""
 
 import pytest
 
@@ -46,6 +47,13 @@ def test_each_row_says_which_signal_decided(stalls):
     assert "consume_ok_tps and consume_failed_tps are 0" in hung.evidence
     slow = rows[("GID_slow_payments", 2)]
     assert "later messages finish (consume_ok_tps for the topic up to" in slow.evidence
+
+
+def test_only_the_injected_groups_are_warn_or_critical(stalls):
+    _, layers = stalls
+    loud = sorted(r.group for r in layers["gold"]["group_health"].collect()
+                  if r.status != "OK" or any(f.startswith(("WARN", "CRITICAL")) for f in r.findings))
+    assert loud == ["GID_billing", "GID_seq_orders", "GID_slow_payments"]
 
 
 def test_the_healthy_orderly_group_is_ok(stalls):
