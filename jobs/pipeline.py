@@ -33,6 +33,12 @@ from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
+from jobs.rules.master_down import (
+    build_master_down_windows,
+    groups_on_down_brokers,
+    return_regressions,
+    without_return_regressions,
+)
 from jobs.rules.models import consumer_models
 from jobs.settings import Settings
 from jobs.silver.client_config import build_client_config
@@ -111,6 +117,9 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
         "queue_ownership": build_queue_ownership(
             bronze["running_info"], bronze["client_log_events"], bronze["connections"],
             settings.detection.persist_interval_seconds),
+        # when each broker group's master was gone, from offsets and client logs (§5.3)
+        "master_down_windows": build_master_down_windows(bronze["offsets"],
+                                                         bronze["client_log_events"]),
     }
 
 
@@ -158,9 +167,15 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     orphaned = stage(orphaned_snapshots_of_day(queue_state, group_context, models,
                                                orphan_rules(settings)),
                      "gold.orphaned_queues.snapshots")
-    stuck = stage(lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
-                  "gold.stuck_queues.episodes")
     d = settings.detection
+    # a broker group's master down (DESIGN.md §5.3): cluster-wide windows (silver)
+    master_down = silver["master_down_windows"]
+    # an offset that goes back after the master returns is accepted, not a stuck episode
+    stuck = stage(without_return_regressions(
+        lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
+        return_regressions(silver["queue_offsets"], master_down,
+                           d.master_return_window_seconds)),
+        "gold.stuck_queues.episodes")
     # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
     orphaned_rows = stage(explain_orphan_episodes(
         orphaned, queue_state, silver["member_context"], group_context,
@@ -176,7 +191,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "stuck_queues": explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
-            orphaned_rows),
+            orphaned_rows, master_down),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
@@ -199,16 +214,22 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count,
         abandoned_df=abandoned_groups(silver["queue_state"], silver["group_members"]),
-        producer_df=gold["producer_findings"])}
+        producer_df=gold["producer_findings"],
+        master_down_df=groups_on_down_brokers(silver["queue_offsets"],
+                                              silver["master_down_windows"]))}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
-                    settings: Settings) -> dict[str, DataFrame]:
-    """gold.incidents, from the day's gold finding tables and the stored day before."""
+                    settings: Settings,
+                    silver: dict[str, DataFrame] | None = None) -> dict[str, DataFrame]:
+    """gold.incidents, from the day's gold finding tables and the stored day before
+    (``silver``: the day's silver tables, for the groups a master-down window hit)."""
+    master_down = (None if silver is None else
+                   groups_on_down_brokers(silver["queue_offsets"], silver["master_down_windows"]))
     return {"incidents": build_incidents(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], previous, settings.severity.rebalance_warn_count,
-        producer_df=gold["producer_findings"])}
+        producer_df=gold["producer_findings"], master_down_df=master_down)}
 
 
 def previous_incidents(spark: SparkSession, lake_dir: str | Path,
@@ -292,7 +313,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         gold_day = {k: only_day(v, run_date) for k, v in gold.items()}
         write_layer("gold", health_frames(gold, silver_day, settings))
         write_layer("gold", incident_frames(
-            gold_day, previous_incidents(spark, lake_dir, run_date), settings))
+            gold_day, previous_incidents(spark, lake_dir, run_date), settings, silver_day))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

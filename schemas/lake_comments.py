@@ -177,6 +177,13 @@ TABLES: dict[str, dict[str, str]] = {
         "valid_from": "claim start",
         "valid_until": "claim end (exclusive)",
     },
+    "silver.master_down_windows": {
+        "_table": "when a broker group had no master, from offsets and client logs (DESIGN.md 5.3)",
+        "down_from": "earliest evidence of the master being gone",
+        "down_until": "earliest evidence of its return, null while not back",
+        "down_evidence": "what showed the master gone first",
+        "return_evidence": "what showed it back first",
+    },
     "silver.queue_state": {
         "_table": "per group x queue x offsets snapshot: who owns it",
         "owners": "live owning processes (a duplicated id once per process)",

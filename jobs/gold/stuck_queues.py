@@ -12,6 +12,9 @@ stuck. Root cause, first that holds:
   group stopped (DESIGN.md §4, §5 cause order).
 - ``OWNER_DOWN``: the queue had a live owner during the episode but none at its last snapshot —
   commits stopped because the owner is gone (Burrow's STOP), not pinned by a live one.
+- ``MASTER_DOWN``: the queue's broker group had no master when the episode started
+  (``jobs.rules.master_down``, DESIGN.md §5.3): failed messages cannot go back and are retried
+  locally, pinning the offset; ``blocking_offset`` is the looping message's queueOffset.
 - ``SLOW_MESSAGE``: the owner is live and its running info shows ``cached_msg_min_offset`` = the
   committed offset while later messages finish (messages after it already consumed, or
   ``cached_msg_max_offset`` / ``last_consume_timestamp`` moving) — one hung listener call pins
@@ -44,6 +47,7 @@ from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
 from jobs.rules.episodes import minutes_between
+from jobs.rules.master_down import master_down_episodes
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.severity import severity
 
@@ -229,6 +233,7 @@ def with_root_cause(df: DataFrame) -> DataFrame:
                    | (F.col("_live_first_at") == F.col("last_seen")))
     owner_gone = (F.col("_unowned_last_at") == F.col("last_seen")) & (
         F.col("_live_first_at") < F.col("last_seen"))
+    master_down = F.coalesce(F.col("_master_down"), F.lit(False))  # jobs.rules.master_down
     later_finished = ((F.coalesce("_finished", F.lit(0)) > 0)
                       | (F.col("_pinned_max_hi") > F.col("_pinned_max_lo"))
                       | (F.col("_consumed_hi") > F.col("_consumed_lo")))
@@ -238,6 +243,7 @@ def with_root_cause(df: DataFrame) -> DataFrame:
         F.col("_failing_rows") == F.col("_status_rows"))
     cause = (F.when(never_owned, F.lit("NO_OWNER"))
              .when(owner_gone, F.lit("OWNER_DOWN"))
+             .when(master_down, F.lit("MASTER_DOWN"))
              .when(slow, F.lit("SLOW_MESSAGE"))
              .when(failing, F.lit("CONSUME_FAILING"))
              .otherwise(F.lit("UNKNOWN")))
@@ -247,7 +253,9 @@ def with_root_cause(df: DataFrame) -> DataFrame:
             .withColumn("owner", F.when(F.col("root_cause") != "NO_OWNER",
                                         F.col("_first_owner").getField("client_id")))
             .withColumn("blocking_offset", F.when(F.col("root_cause") == "SLOW_MESSAGE",
-                                                  F.col("committed_offset")))
+                                                  F.col("committed_offset"))
+                        .when(F.col("root_cause") == "MASTER_DOWN",
+                              F.coalesce("_md_blocking_offset", "committed_offset")))
             .withColumn("flow_controlled",
                         F.coalesce(F.col("_span_limited") == 1, F.lit(False))
                         | F.coalesce(F.col("_fc_lines") > 0, F.lit(False)))
@@ -295,6 +303,8 @@ def evidence() -> Column:
             F.lit(" later messages finished (in-flight span "), _text("in_flight_span"),
             F.when(F.col("flow_controlled"), F.lit(", flow-controlled")).otherwise(F.lit("")),
             F.lit("); they are consumed again if the queue moves or the client restarts")))
+        .when(rc == "MASTER_DOWN", F.concat(
+            F.col("_md_evidence"), F.lit("; offset pinned at "), offset))
         .when(rc == "CONSUME_FAILING", F.concat(
             F.lit("owner "), _text("owner"),
             F.lit(" reports consume_failed_tps > 0 for the topic at every running-info snapshot;"
@@ -337,13 +347,26 @@ def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules, *,
 def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
                            client_config_df: DataFrame, consume_status_df: DataFrame,
                            log_events_df: DataFrame, rules: StuckRules,
-                           orphaned_df: DataFrame | None = None) -> DataFrame:
-    """Lasting episodes plus their running-info and log evidence → gold.stuck_queues."""
+                           orphaned_df: DataFrame | None = None,
+                           master_down_windows_df: DataFrame | None = None) -> DataFrame:
+    """Lasting episodes plus their running-info and log evidence → gold.stuck_queues.
+    ``master_down_windows_df``: ``jobs.rules.master_down.build_master_down_windows`` (MASTER_DOWN
+    needs it; without it no episode gets that cause)."""
     ri = running_info_evidence(episodes_df, process_queues_df, client_config_df,
                                consume_status_df, rules)
     logs = log_evidence(episodes_df, log_events_df)
     joined = (episodes_df.join(ri, on=EPISODE_KEY, how="left")
               .join(logs, on=EPISODE_KEY, how="left"))
+    if master_down_windows_df is None:
+        joined = joined.select("*", F.lit(None).cast("boolean").alias("_master_down"),
+                               F.lit(None).cast("long").alias("_md_blocking_offset"),
+                               F.lit(None).cast("string").alias("_md_evidence"))
+    else:
+        joined = joined.join(master_down_episodes(
+            episodes_df, master_down_windows_df, log_events_df,
+            rules.max_snapshot_gap_seconds).select(
+                *EPISODE_KEY, "_master_down", "_md_blocking_offset", "_md_evidence"),
+            on=EPISODE_KEY, how="left")
     if orphaned_df is None:
         joined = joined.withColumn("_orphaned", F.lit(None).cast("boolean"))
     else:
@@ -356,10 +379,11 @@ def build_stuck_queues(queue_state_df: DataFrame, process_queues_df: DataFrame,
                        client_config_df: DataFrame, consume_status_df: DataFrame,
                        log_events_df: DataFrame, rules: StuckRules,
                        orphaned_df: DataFrame | None = None, *,
-                       models_df: DataFrame) -> DataFrame:
-    """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues)
-    in, gold.stuck_queues out."""
+                       models_df: DataFrame,
+                       master_down_windows_df: DataFrame | None = None) -> DataFrame:
+    """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues,
+    the master-down windows) in, gold.stuck_queues out."""
     return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules,
                                                          models_df=models_df),
                                   process_queues_df, client_config_df, consume_status_df,
-                                  log_events_df, rules, orphaned_df)
+                                  log_events_df, rules, orphaned_df, master_down_windows_df)
