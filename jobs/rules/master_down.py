@@ -48,8 +48,9 @@ def _hhmmss(ts: Column) -> Column:
 
 def _log_evidence(log_events_df: DataFrame) -> DataFrame:
     """(broker_name, ts, present, detail) from the three client-log templates."""
+    # bronze keeps only the lines that parsed (the others are quarantined)
     events = log_events_df.where(F.col("event").isin(
-        "ROUTE_CHANGED", "SEND_BACK_FAILED", "PULL_EXCEPTION") & F.col("parse_error").isNull())
+        "ROUTE_CHANGED", "SEND_BACK_FAILED", "PULL_EXCEPTION"))
     host = F.coalesce(F.col("host"), F.lit("?"))
     route = (events.where(F.col("event") == "ROUTE_CHANGED")
              .select("ts", "topic", host.alias("_host"),
@@ -155,8 +156,7 @@ def master_down_episodes(episodes_df: DataFrame, windows_df: DataFrame,
             .groupBy(*key).agg(F.min(F.struct("down_from", "down_until", "down_evidence"))
                                .alias("_w")))
     mq = F.element_at("queues", 1)
-    send_back = log_events_df.where(
-        (F.col("event") == "SEND_BACK_FAILED") & F.col("parse_error").isNull()).select(
+    send_back = log_events_df.where(F.col("event") == "SEND_BACK_FAILED").select(
         "group", mq.getField("topic").alias("topic"),
         mq.getField("broker_name").alias("broker_name"),
         mq.getField("queue_id").alias("queue_id"), F.col("ts").alias("_at"),
