@@ -449,9 +449,19 @@ def _with_raw_fields(df: DataFrame) -> DataFrame:
     A field is null when the line's event does not print it or the line does not fit the pattern.
     The pattern runs once per line (``regexp_groups``); the fields are read off its groups.
     """
-    groups = _by_event({t.event: regexp_groups(F.col("message"), t.pattern,
-                                               re.compile(t.pattern).groups)
-                        for t in _TEMPLATES}, ArrayType(StringType()))
+    message = F.col("message")
+
+    def template_groups(t: _Template) -> Column:
+        # Split only, without regexp_groups' group-by-group fallback: a message holding U+0001
+        # does not fit its template (the ingest quarantines such a line as binary_data anyway,
+        # file_integrity.CONTROL_CHARS). One regexp_extract per group of every template made
+        # classic Spark's generated projection outgrow the JVM's 64 KB method limit.
+        n = re.compile(t.pattern).groups
+        joined = F.regexp_replace(message, t.pattern, _GROUP_SEP.join(f"${i}" for i in range(1, n + 1)))
+        return F.when(~message.contains(_GROUP_SEP) & message.rlike(t.pattern),
+                      F.split(joined, _GROUP_SEP, n))
+
+    groups = _by_event({t.event: template_groups(t) for t in _TEMPLATES}, ArrayType(StringType()))
     fields = sorted({name for template in _TEMPLATES for name in template.fields})
     raw = [_by_event({t.event: F.col("__groups")[t.fields[name] - 1]
                       for t in _TEMPLATES if name in t.fields}, "string").alias(_raw_name(name))
