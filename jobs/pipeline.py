@@ -37,6 +37,7 @@ from jobs.rules.master_down import (
     build_master_down_windows,
     groups_on_down_brokers,
     return_regressions,
+    with_master_return,
     without_return_regressions,
 )
 from jobs.rules.models import consumer_models
@@ -188,10 +189,11 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "double_owned_queues": build_double_owned_queues(
             queue_state, group_context, silver["group_members"],
             orphan_rules(settings), models_df=models),
-        "stuck_queues": explain_stuck_episodes(
+        "stuck_queues": with_master_return(explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
-            orphaned_rows, master_down),
+            orphaned_rows, master_down), queue_state, master_down,
+            d.master_return_window_seconds),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],

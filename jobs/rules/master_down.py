@@ -225,3 +225,62 @@ def groups_on_down_brokers(queue_offsets_df: DataFrame, windows_df: DataFrame) -
                    & (F.col("down_until").isNull() | (F.col("ts") <= F.col("down_until"))))
             .select("cluster", "group", "date", "broker_name", "down_from", "down_until")
             .distinct())
+
+
+def with_master_return(stuck_df: DataFrame, queue_state_df: DataFrame, windows_df: DataFrame,
+                       master_return_window_seconds: int) -> DataFrame:
+    """gold.stuck_queues rows with what B's master's return does to their MASTER_DOWN rows
+    (DESIGN.md §5.3); other rows unchanged.
+
+    - ``released_at``: the first snapshot after the episode whose committed offset passes
+      ``blocking_offset`` — not the returned master's old, lower offset that may show first;
+    - ``redelivery_risk``: when the queue changes owner within ``master_return_window_seconds``
+      of the return while the broker still reports an offset below the highest committed before
+      the change, the new owner starts there and consumes those messages again: the larger of that
+      count and the row's own (messages after the pinned one already consumed).
+    ``queue_state_df``: silver.queue_state (``owners`` per snapshot)."""
+    key = ["cluster", "group", "topic", "broker_name", "queue_id"]
+    rows = stuck_df.where(F.col("root_cause") == "MASTER_DOWN").select(
+        *key, "stuck_since", "blocking_offset")
+    state = queue_state_df.select(*key, "ts", "consumer_offset", "owners")
+    passed = (rows.join(state, on=key, how="inner")
+              .where((F.col("ts") > F.col("stuck_since"))
+                     & (F.col("consumer_offset") > F.col("blocking_offset")))
+              .groupBy(*key, "stuck_since").agg(F.min("ts").alias("_passed_at")))
+    returned = (windows_df.where(F.col("down_until").isNotNull())
+                .select("cluster", "broker_name", "down_from", "down_until"))
+    order = Window.partitionBy(*key).orderBy("ts")
+    running = order.rowsBetween(Window.unboundedPreceding, -1)
+    near = (rows.join(returned, on=["cluster", "broker_name"], how="inner")
+            .where(F.col("stuck_since") <= F.col("down_until"))
+            .join(state, on=key, how="inner")
+            .where((F.col("ts") >= F.col("down_from"))
+                   & (F.col("ts") <= plus_seconds(F.col("down_until"),
+                                                  master_return_window_seconds)))
+            .select(*key, "stuck_since", "ts", "down_until", "consumer_offset",
+                    F.array_sort("owners").alias("_owners"),
+                    F.lag(F.array_sort("owners")).over(order).alias("_before"),
+                    F.max("consumer_offset").over(running).alias("_highest")))
+    # an owner set that changes, not one that empties or fills (unknown is no change)
+    moved = (near.where((F.col("ts") >= F.col("down_until")) & (F.size("_before") > 0)
+                        & (F.size("_owners") > 0) & (F.col("_owners") != F.col("_before")))
+             .groupBy(*key, "stuck_since")
+             .agg(F.max(F.greatest(F.col("_highest") - F.col("consumer_offset"), F.lit(0)))
+                  .alias("_again")))
+    master_down = F.col("root_cause") == "MASTER_DOWN"
+    # the evidence's last clause says how the episode ended (stuck_queues.evidence)
+    release = F.when(F.col("_passed_at").isNotNull(), F.concat(
+        F.lit("; the offset passed it at "), F.date_format("_passed_at", "yyyy-MM-dd HH:mm:ss"),
+        F.lit(" UTC"))).otherwise(F.lit("; still stuck at the last snapshot"))
+    evidence = F.concat(F.regexp_replace(
+        "evidence", "; (the offset moved at [^;]* UTC|still stuck at the last snapshot)$", ""),
+        release)
+    return (stuck_df.join(passed, on=[*key, "stuck_since"], how="left")
+            .join(moved, on=[*key, "stuck_since"], how="left")
+            .withColumn("released_at", F.when(master_down, F.col("_passed_at"))
+                        .otherwise(F.col("released_at")))
+            .withColumn("evidence", F.when(master_down, evidence).otherwise(F.col("evidence")))
+            .withColumn("redelivery_risk", F.when(master_down, F.greatest(
+                F.col("redelivery_risk"), F.coalesce(F.col("_again"), F.lit(0)).cast("long")))
+                .otherwise(F.col("redelivery_risk")))
+            .select(*stuck_df.columns))

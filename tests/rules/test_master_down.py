@@ -12,6 +12,7 @@ from jobs.rules.master_down import (
     build_master_down_windows,
     groups_on_down_brokers,
     return_regressions,
+    with_master_return,
     without_return_regressions,
 )
 from tests.gold.test_stuck_rules import (
@@ -219,3 +220,34 @@ def test_groups_on_the_down_broker_during_the_window(spark):
 
     assert sorted((r.group, r.broker_name, r.down_until) for r in actual.collect()) == [
         ("g", "b", at(9, 50)), ("g", "z", None), ("h", "b", at(9, 50))]
+
+
+def test_after_the_return_released_at_passes_the_blocking_offset_and_a_new_owner_counts(spark):
+    offsets_df, events_df = master_down_day(spark)
+    windows = build_master_down_windows(offsets_df, events_df)  # b: 10:02:40 to 10:09:50
+    stuck_schema = ("cluster string, group string, topic string, broker_name string, "
+                    "queue_id int, stuck_since timestamp, blocking_offset long, "
+                    "redelivery_risk long, released_at timestamp, root_cause string, "
+                    "evidence string")
+    stuck = spark.createDataFrame([
+        ("c", "g", "t", "b", 2, at(3), 800, 30, at(10), "MASTER_DOWN",
+         "…; the offset moved at 2025-11-21 10:10:00 UTC"),
+        ("c", "g", "t", "b", 3, at(3), None, 5, at(10), "UNKNOWN", "…"),
+    ], stuck_schema)
+    # b/2: pinned at 800 by c3; at 10:10 the returned master reports 700 and c4 takes the
+    # queue over from there; 760 at 10:11, past 800 at 10:12
+    state_rows = [
+        *[("c", "g", "t", "b", 2, at(m), 100, 900, 800, ["c3"], 1, ["c3"], DAY)
+          for m in range(3, 10)],
+        ("c", "g", "t", "b", 2, at(10), 200, 900, 700, ["c4"], 1, ["c4"], DAY),
+        ("c", "g", "t", "b", 2, at(11), 140, 900, 760, ["c4"], 1, ["c4"], DAY),
+        ("c", "g", "t", "b", 2, at(12), 0, 900, 900, ["c4"], 1, ["c4"], DAY),
+    ]
+    state = spark.createDataFrame(state_rows, STATE_SCHEMA)
+
+    actual = with_master_return(stuck, state, windows, 900).orderBy("queue_id").collect()
+
+    assert [(r.queue_id, r.released_at, r.redelivery_risk) for r in actual] == [
+        (2, at(12), 100),  # 700 → 800 consumed again by c4; 100 > the pinned row's own 30
+        (3, at(10), 5)]  # not MASTER_DOWN: unchanged
+    assert actual[0].evidence == "…; the offset passed it at 2025-11-21 10:12:00 UTC"
