@@ -91,6 +91,8 @@ def master_evidence(offsets_df: DataFrame, log_events_df: DataFrame) -> DataFram
     """Every piece of evidence of a master being gone (``present`` false) or back (true):
     ``cluster, broker_name, ts, present, detail``. Offsets give one row per broker and snapshot
     time: present when any queue of the broker was answered by ``broker_id`` 0."""
+    if "broker_id" not in offsets_df.columns:  # optional (DESIGN.md §3.1): unknown
+        offsets_df = offsets_df.withColumn("broker_id", F.lit(None).cast("long"))
     answered = offsets_df.where(F.col("broker_id").isNotNull())
     offsets = (answered.groupBy(*WINDOW_KEY, "ts")
                .agg(F.max((F.col("broker_id") == 0).cast("int")).alias("_master"))

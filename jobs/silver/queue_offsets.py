@@ -30,6 +30,8 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
     unknown, never read as 0.
     ``time_lag_seconds``: age of the oldest unconsumed message, see :func:`with_time_lag`.
     """
+    if "broker_id" not in offsets_df.columns:  # optional (§3.1); bronze written before it
+        offsets_df = offsets_df.withColumn("broker_id", F.lit(None).cast("long"))
     snapshots = filter_first_per_snapshot(
         offsets_df.select(*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset",
                           "last_timestamp", "client_ip", "broker_id", "_source_file", "_line_no",
