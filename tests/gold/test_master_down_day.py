@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from jobs.gold.incidents import REMEDIATION
+from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
+from jobs.pipeline import incident_frames
+from jobs.settings import Settings
 from tests.gold.conftest import expected
 from tests.gold.test_stuck_queues import assert_equal_to_truth, parse_iso
 
@@ -82,3 +86,21 @@ def test_failing_consumer_with_its_master_up_hands_messages_back(scenario_day):
     # the hand-back reaches %RETRY% on broker-a; the offsets keep moving: no stuck finding
     assert retry.agg({"broker_offset": "max"}).first()[0] > retry.agg({"broker_offset": "min"}).first()[0]
     assert layers["gold"]["stuck_queues"].where(f"`group` = '{AUDIT}'").count() == 0
+
+
+def test_incidents_say_what_to_do_for_the_stuck_queue_and_each_group_on_the_broker(scenario_day,
+                                                                                     spark):
+    _, layers = scenario_day(SCENARIO)
+    none_before = spark.createDataFrame([], INCIDENTS_SCHEMA)
+
+    incidents = incident_frames(layers["gold"], none_before, Settings(), layers["silver"])
+    rows = {(r.group, r.kind, r.cause): r for r in incidents["incidents"].collect()}
+
+    assert sorted(rows) == [(LEDGER, "BROKER", "BROKER_MASTER_DOWN"),
+                            (PAYMENTS, "BROKER", "BROKER_MASTER_DOWN"),
+                            (PAYMENTS, "STUCK", "MASTER_DOWN")]
+    assert rows[(PAYMENTS, "STUCK", "MASTER_DOWN")].remediation == REMEDIATION[("STUCK", "MASTER_DOWN")]
+    assert rows[(PAYMENTS, "BROKER", "BROKER_MASTER_DOWN")].severity == "CRITICAL"
+    ledger = rows[(LEDGER, "BROKER", "BROKER_MASTER_DOWN")]
+    assert ledger.severity == "INFO" and ledger.queues == ["broker-b"]
+    assert ledger.remediation == REMEDIATION[("BROKER", "BROKER_MASTER_DOWN")]
