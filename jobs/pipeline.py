@@ -34,6 +34,13 @@ from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
 from jobs.rules.clocks import clock_findings, host_clock_skew, without_skewed_hosts
+from jobs.rules.master_down import (
+    build_master_down_windows,
+    groups_on_down_brokers,
+    return_regressions,
+    with_master_return,
+    without_return_regressions,
+)
 from jobs.rules.models import consumer_models
 from jobs.rules.sources import group_sources
 from jobs.settings import Settings
@@ -118,6 +125,9 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
         "queue_ownership": build_queue_ownership(
             bronze["running_info"], ownership_logs, bronze["connections"],
             settings.detection.persist_interval_seconds),
+        # when each broker group's master was gone, from offsets and client logs (§5.3)
+        "master_down_windows": build_master_down_windows(bronze["offsets"],
+                                                         bronze["client_log_events"]),
     }
 
 
@@ -175,9 +185,15 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     orphaned = stage(orphaned_snapshots_of_day(queue_state, group_context, models,
                                                orphan_rules(settings)),
                      "gold.orphaned_queues.snapshots")
-    stuck = stage(lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
-                  "gold.stuck_queues.episodes")
     d = settings.detection
+    # a broker group's master down (DESIGN.md §5.3): cluster-wide windows (silver)
+    master_down = silver["master_down_windows"]
+    # an offset that goes back after the master returns is accepted, not a stuck episode
+    stuck = stage(without_return_regressions(
+        lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
+        return_regressions(silver["queue_offsets"], master_down,
+                           d.master_return_window_seconds)),
+        "gold.stuck_queues.episodes")
     # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
     orphaned_rows = stage(explain_orphan_episodes(
         orphaned, queue_state, silver["member_context"], group_context,
@@ -190,10 +206,11 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "double_owned_queues": build_double_owned_queues(
             queue_state, group_context, silver["group_members"],
             orphan_rules(settings), models_df=models),
-        "stuck_queues": explain_stuck_episodes(
+        "stuck_queues": with_master_return(explain_stuck_episodes(
             stuck, silver["process_queues"], silver["client_config"],
             silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
-            orphaned_rows, queue_state_df=queue_state),
+            orphaned_rows, master_down, queue_state_df=queue_state), queue_state, master_down,
+            d.master_return_window_seconds),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
@@ -232,16 +249,22 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
                                   silver["process_queues"]),
         sources_df=group_sources(silver["queue_offsets"], silver["group_members"],
                                  silver["client_config"], silver["queue_ownership"]),
-        data_quality_df=data_quality)}
+        data_quality_df=data_quality,
+        master_down_df=groups_on_down_brokers(silver["queue_offsets"],
+                                              silver["master_down_windows"]))}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
-                    settings: Settings) -> dict[str, DataFrame]:
-    """gold.incidents, from the day's gold finding tables and the stored day before."""
+                    settings: Settings,
+                    silver: dict[str, DataFrame] | None = None) -> dict[str, DataFrame]:
+    """gold.incidents, from the day's gold finding tables and the stored day before
+    (``silver``: the day's silver tables, for the groups a master-down window hit)."""
+    master_down = (None if silver is None else
+                   groups_on_down_brokers(silver["queue_offsets"], silver["master_down_windows"]))
     return {"incidents": build_incidents(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], previous, settings.severity.rebalance_warn_count,
-        producer_df=gold["producer_findings"])}
+        producer_df=gold["producer_findings"], master_down_df=master_down)}
 
 
 def previous_incidents(spark: SparkSession, lake_dir: str | Path,
@@ -327,7 +350,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         write_layer("gold", health_frames(gold, silver_day, settings,
                                           stored["client_log_events"]))
         write_layer("gold", incident_frames(
-            gold_day, previous_incidents(spark, lake_dir, run_date), settings))
+            gold_day, previous_incidents(spark, lake_dir, run_date), settings, silver_day))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

@@ -100,6 +100,9 @@ class DetectionSettings(_Section):
     pull_threshold_size_for_queue_mib: int = Field(100, ge=1)
     heartbeat_interval_seconds: int = Field(30, ge=1)
     running_info_round_seconds: int = Field(30, ge=1)
+    # DESIGN.md §5.3: after a broker group's master returns, its stale offset table wins for a
+    # while; a committed offset that goes back on its queues within this window is accepted.
+    master_return_window_seconds: int = Field(900, ge=0)
 
 
 class SeveritySettings(_Section):

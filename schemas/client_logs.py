@@ -23,6 +23,14 @@ MESSAGE_QUEUE_TYPE = StructType([
     StructField("queue_id", IntegerType()),
 ])
 
+# One broker group of a `the topic[T] route info changed` line's new route: `BrokerData
+# [brokerName=B, brokerAddrs={0=master, 1=slave}]`; `master_addr` is the `0=` address, null when
+# the route lists the group without a master (facts §10, DESIGN.md §5.3).
+ROUTE_BROKER_TYPE = StructType([
+    StructField("broker_name", StringType()),
+    StructField("master_addr", StringType()),
+])
+
 CLIENT_LOG_EVENTS = (
     "REBALANCE_RESULT",
     "PERSIST_OFFSET",
@@ -33,6 +41,9 @@ CLIENT_LOG_EVENTS = (
     "SEND_EXPIRE_MSG_BACK",
     "MQ_ADDED",
     "MQ_REMOVED",
+    "SEND_BACK_FAILED",
+    "ROUTE_CHANGED",
+    "PULL_EXCEPTION",
 )
 
 # The header shape after the time (jobs.ingest.client_logs); "other" for a dated line of none.
@@ -68,6 +79,8 @@ CLIENT_LOG_EVENT_SCHEMA = StructType([
     StructField("cid_all", ArrayType(StringType())),
     StructField("msg_id", StringType()),
     StructField("store_host", StringType()),
+    StructField("reconsume_times", IntegerType()),  # SEND_BACK_FAILED: the local retry count
+    StructField("route_brokers", ArrayType(ROUTE_BROKER_TYPE)),  # ROUTE_CHANGED: the new route
     StructField("message", StringType()),
     StructField("parse_error", StringType()),
 ])

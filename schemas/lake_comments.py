@@ -47,6 +47,7 @@ TABLES: dict[str, dict[str, str]] = {
         "_table": "consumerProgress records, one row per accepted landing line",
         "last_timestamp": "store time (epoch ms) of the message at consumer_offset - 1",
         "client_ip": "client holding the queue per the broker, N/A when none",
+        "broker_id": "node that answered: 0 master, other a slave, null unknown",
     },
     "bronze.connections": {
         "_table": "consumerConnection records: one row per client channel per broker",
@@ -67,7 +68,7 @@ TABLES: dict[str, dict[str, str]] = {
         "_table": "rocketmq_client.log lines matching a known template",
         "host": "host the log came from (landing folder)",
         "event": ("REBALANCE_RESULT, PERSIST_OFFSET, FLOW_CONTROL_*, NOT_IN_CID_ALL, SEND_EXPIRE_MSG_BACK, "
-                  "MQ_ADDED, MQ_REMOVED"),
+                  "MQ_ADDED, MQ_REMOVED, SEND_BACK_FAILED, ROUTE_CHANGED, PULL_EXCEPTION"),
         "level": "log level",
         "thread": "logging thread",
         "logger": "logger name",
@@ -89,6 +90,8 @@ TABLES: dict[str, dict[str, str]] = {
         "cid_all": "cidAll of a not in cidAll line",
         "msg_id": "message id of a send-back line",
         "store_host": "store host of a send-back line",
+        "reconsume_times": "sendMessageBack exception: the local retry count of the message",
+        "route_brokers": "route info changed: broker groups of the new route, master_addr null without a master",
         "message": "the log message text",
     },
     "bronze.quarantine": {
@@ -116,6 +119,7 @@ TABLES: dict[str, dict[str, str]] = {
         "inflight": "pull_offset - consumer_offset",
         "last_consumed_at": "store time of the last consumed message",
         "prev_ts": "previous snapshot of the queue",
+        "broker_id": "node that answered: 0 master, other a slave (master down), null unknown",
     },
     "silver.group_members": {
         "_table": "per group x snapshot x client id (connections)",
@@ -173,6 +177,13 @@ TABLES: dict[str, dict[str, str]] = {
         "source": "running_info, rebalance_log or persist_log",
         "valid_from": "claim start",
         "valid_until": "claim end (exclusive)",
+    },
+    "silver.master_down_windows": {
+        "_table": "when a broker group had no master, from offsets and client logs (DESIGN.md 5.3)",
+        "down_from": "earliest evidence of the master being gone",
+        "down_until": "earliest evidence of its return, null while not back",
+        "down_evidence": "what showed the master gone first",
+        "return_evidence": "what showed it back first",
     },
     "silver.queue_state": {
         "_table": "per group x queue x offsets snapshot: who owns it",

@@ -118,6 +118,7 @@ OFFSETS = JsonSource(
         ("pull_offset", LongType()),
         ("last_timestamp", LongType()),
         ("client_ip", StringType()),
+        ("broker_id", LongType()),
     ),
     required=("ts", "cluster", "group", "topic", "broker_name", "queue_id", "broker_offset",
               "consumer_offset"),

@@ -12,6 +12,9 @@ all day, nothing produced, an old backlog) gets one INFO note instead of per-que
 Producer findings (gold.producer_findings, DESIGN.md §5.2) are listed for every group in their
 ``groups`` (the groups consuming the topic), with their own severity: only a WARN one (a hot queue
 whose owner falls behind, a broker starved for ``starved_warn_minutes``) raises the status.
+A broker group's master down (DESIGN.md §5.3) gives every group with queues on that broker
+during the window ``<SEVERITY> BROKER_MASTER_DOWN <broker> <from>–<to>`` (UTC, ``open`` while not
+back): INFO, or the severity of the group's MASTER_DOWN stuck queues on that broker.
 Every group seen in silver.queue_offsets that day has a row.
 
 Consumer models (issue #18, docs/consumer-models.md): a BROADCASTING group's clients keep their
@@ -103,6 +106,20 @@ def _broadcast_findings(groups_df: DataFrame, models_df: DataFrame) -> DataFrame
             F.lit(" is not consumption")).alias("text"))
 
 
+def _master_down_findings(master_down_df: DataFrame, stuck_df: DataFrame) -> DataFrame:
+    """``<SEVERITY> BROKER_MASTER_DOWN <broker> <HH:mm>–<HH:mm|open>`` per group and window."""
+    stuck = (stuck_df.where(F.col("root_cause") == "MASTER_DOWN")
+             .groupBy(*DAY_KEY, "broker_name").agg(F.max(_rank(F.col("severity"))).alias("_r")))
+    rank = F.greatest(F.coalesce("_r", F.lit(RANKS["INFO"])), F.lit(RANKS["INFO"]))
+    severity = (F.when(rank == RANKS["CRITICAL"], F.lit("CRITICAL"))
+                .when(rank == RANKS["WARN"], F.lit("WARN")).otherwise(F.lit("INFO")))
+    until = F.coalesce(F.date_format("down_until", "HH:mm"), F.lit("open"))
+    return (master_down_df.join(stuck, on=[*DAY_KEY, "broker_name"], how="left")
+            .select(*DAY_KEY, rank.alias("rank"), F.concat(
+                severity, F.lit(" BROKER_MASTER_DOWN "), F.col("broker_name"), F.lit(" "),
+                F.date_format("down_from", "HH:mm"), F.lit("–"), until).alias("text")))
+
+
 def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
     return df.groupBy(*DAY_KEY).agg(
         F.count_distinct("topic", "broker_name", "queue_id").alias(name))
@@ -115,12 +132,14 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
                        producer_df: DataFrame | None = None,
                        models_df: DataFrame | None = None,
                        sources_df: DataFrame | None = None,
-                       data_quality_df: DataFrame | None = None) -> DataFrame:
+                       data_quality_df: DataFrame | None = None,
+                       master_down_df: DataFrame | None = None) -> DataFrame:
     """The gold finding tables (DESIGN.md §4 columns; only keys, ``severity``, ``root_cause``,
     minutes and the rebalance columns are read) and silver.queue_offsets in, gold.group_health
     out; ``producer_df``: gold.producer_findings; ``models_df``: ``jobs.rules.models``;
     ``sources_df``: ``jobs.rules.sources.group_sources``; ``data_quality_df``: ``cluster, group,
-    date, text`` INFO lines (``jobs.rules.clocks``)."""
+    date, text`` INFO lines (``jobs.rules.clocks``); ``master_down_df``: the groups each
+    master-down window hit (``jobs.rules.master_down.groups_on_down_brokers``)."""
     groups = queue_offsets_df.groupBy(*DAY_KEY).agg(
         F.max("lag").alias("max_lag"), F.max("time_lag_seconds").alias("max_time_lag_seconds"))
     findings = (_queue_findings(orphaned_df, "orphaned", "orphaned_minutes")
@@ -142,6 +161,8 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
     if data_quality_df is not None:
         findings = findings.unionByName(data_quality_df.select(
             *DAY_KEY, F.lit(RANKS["INFO"]).alias("rank"), "text"))
+    if master_down_df is not None:
+        findings = findings.unionByName(_master_down_findings(master_down_df, stuck_df))
     listed = findings.groupBy(*DAY_KEY).agg(
         F.max("rank").alias("_rank"),
         F.transform(F.array_sort(F.collect_list(F.struct((-F.col("rank")).alias("k"), "text"))),

@@ -12,7 +12,10 @@ on-call engineer fixes once, whatever the number of queues:
   ``groups`` (the groups consuming the topic), ``cause`` = the finding; ``queues`` holds
   ``topic/broker_name/queue_id`` for HOT_QUEUE, ``topic/broker_name`` for BROKER_STARVED and
   ORDER_AT_RISK (whose ``groups`` are the orderly ones) and ``topic`` for QUEUE_COUNT_SKEW (the
-  columns the finding leaves null are left out).
+  columns the finding leaves null are left out);
+- ``BROKER``: a broker group's master down (DESIGN.md §5.3), one per group with queues on that
+  broker during the window, ``cause`` ``BROKER_MASTER_DOWN``, ``queues`` the broker name; INFO, or
+  the severity of the group's MASTER_DOWN stuck queues on that broker.
 
 ``severity`` is the highest of the rows; ``first_seen``/``last_seen`` (UTC) span them; ``queues``
 lists ``topic/broker_name/queue_id`` sorted; ``evidence`` is the most severe, longest row's
@@ -38,7 +41,7 @@ COLUMNS = ["cluster", "group", "kind", "cause", "severity", "first_seen", "last_
 SCHEMA = ("cluster string, group string, kind string, cause string, severity string, "
           "first_seen timestamp, last_seen timestamp, queues array<string>, evidence string, "
           "remediation string, open_since_day date, date date")
-KINDS = ("ORPHANED", "DOUBLE_OWNED", "STUCK", "REBALANCE", "PRODUCER")
+KINDS = ("ORPHANED", "DOUBLE_OWNED", "STUCK", "REBALANCE", "PRODUCER", "BROKER")
 SEVERITY_RANKS = {"INFO": 1, "WARN": 2, "CRITICAL": 3}
 
 _FROM_ORPHANED = ("see this group's ORPHANED incident with the same cause for the fix; "
@@ -82,10 +85,21 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "Its only owner is not live: restart that consumer, or wait for the broker to drop the "
         "dead channel (120 s); the next rebalance (20 s) gives the queue to a live member."),
     ("STUCK", "MASTER_DOWN"): (
-        "The broker group's master is out of the route, so failed messages cannot go back to "
-        "%RETRY% and are retried locally, pinning the offset: restore "
-        "the master (or run controller mode / slave-acting-master, or host the retry topic on a "
-        "second broker group), then re-drive the message from %DLQ%<group> once it is back."),
+        "The broker group's master is out of the route, so a failed message cannot go back to "
+        "%RETRY%<group> (the hand-back goes to the master only, and no other master hosts the "
+        "retry topic): the client retries it locally every few seconds with no bound and no DLQ, "
+        "pinning the offset. Restore the master (or run controller mode / slave-acting-master, "
+        "or host %RETRY%<group> on a second broker group so the fallback send works), then "
+        "re-drive the message from %DLQ%<group> once it is back: a local retry count past "
+        "maxReconsumeTimes sends it there at once. Avoid moving the queue while the returned "
+        "master still reports its old offset: a new owner consumes the outage's messages again."),
+    ("BROKER", "BROKER_MASTER_DOWN"): (
+        "This broker group ran without its master: producers could not write to it, and its "
+        "queues were read from the slave (4.9.x; 5.x slaves reject pulls unless slaveReadEnable) "
+        "with offsets committed there. Restore the master or run controller mode / "
+        "slave-acting-master; after it returns its offsets go back to their pre-outage values "
+        "until the owners commit again (expected, not a reset), so avoid restarts and rebalances "
+        "in that window."),
     ("STUCK", "CONSUME_FAILING"): (
         "The listener keeps failing messages of this queue: fix the code or data behind the "
         "failures (client log, RECONSUME_LATER / exceptions). An orderly consumer retries the "
@@ -208,9 +222,34 @@ def _producer_rows(producer_df: DataFrame) -> DataFrame:
         F.col("minutes").cast("double").alias("minutes"), "evidence", "date")
 
 
+def _master_down_rows(master_down_df: DataFrame, stuck_df: DataFrame) -> DataFrame:
+    stuck = (stuck_df.where(F.col("root_cause") == "MASTER_DOWN")
+             .groupBy("cluster", "group", "date", "broker_name")
+             .agg(F.max(_rank(F.col("severity"))).alias("_r")))
+    rank = F.coalesce("_r", F.lit(SEVERITY_RANKS["INFO"]))
+    severity = (F.when(rank == 3, F.lit("CRITICAL")).when(rank == 2, F.lit("WARN"))
+                .otherwise(F.lit("INFO")))
+    minutes = (F.unix_millis(F.coalesce("down_until", "down_from"))
+               - F.unix_millis("down_from")) / F.lit(60000.0)
+    return (master_down_df.join(stuck, on=["cluster", "group", "date", "broker_name"], how="left")
+            .select("cluster", "group", F.lit("BROKER").alias("kind"),
+                    F.lit("BROKER_MASTER_DOWN").alias("cause"), severity.alias("severity"),
+                    F.col("down_from").alias("first_seen"),
+                    F.coalesce("down_until", "down_from").alias("last_seen"),
+                    F.col("broker_name").alias("queue"), minutes.cast("double").alias("minutes"),
+                    F.concat(F.col("broker_name"), F.lit("'s master was gone from "),
+                             F.date_format("down_from", "HH:mm:ss"), F.lit(" UTC "),
+                             F.when(F.col("down_until").isNotNull(), F.concat(
+                                 F.lit("to "), F.date_format("down_until", "HH:mm:ss"),
+                                 F.lit(" UTC"))).otherwise(F.lit("and not back")),
+                             F.lit("; this group has queues on it")).alias("evidence"),
+                    "date"))
+
+
 def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
                     rebalance_events_df: DataFrame, previous_df: DataFrame,
-                    rebalance_warn_count: int, producer_df: DataFrame | None = None) -> DataFrame:
+                    rebalance_warn_count: int, producer_df: DataFrame | None = None,
+                    master_down_df: DataFrame | None = None) -> DataFrame:
     """The day's gold finding tables (DESIGN.md §4 columns; ``producer_df``: gold.producer_findings)
     and the stored incidents of the day before (``previous_df``, gold.incidents columns; rows of
     other days are ignored) in, gold.incidents of the day out."""
@@ -220,6 +259,8 @@ def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df
             .unionByName(_rebalance_rows(rebalance_events_df, rebalance_warn_count)))
     if producer_df is not None:
         rows = rows.unionByName(_producer_rows(producer_df))
+    if master_down_df is not None:
+        rows = rows.unionByName(_master_down_rows(master_down_df, stuck_df))
     # the sentence of the most severe, then longest row (sort key negated: ascending sort)
     ranked = F.struct((-_rank(F.col("severity"))).alias("r"), (-F.col("minutes")).alias("m"),
                       F.col("evidence").alias("e"))

@@ -12,7 +12,9 @@ stuck. Root cause, first that holds (``cause_chain``, the one place that orders 
   group stopped (DESIGN.md §4, §5 cause order).
 - ``OWNER_DOWN``: the queue had a live owner during the episode but none at its last snapshot —
   commits stopped because the owner is gone (Burrow's STOP), not pinned by a live one.
-- (``MASTER_DOWN``, DESIGN.md §5.3, goes here.)
+- ``MASTER_DOWN``: the queue's broker group had no master when the episode started
+  (``jobs.rules.master_down``, DESIGN.md §5.3): failed messages cannot go back and are retried
+  locally, pinning the offset; ``blocking_offset`` is the looping message's queueOffset.
 - ``CONSUME_FAILING``: an owner reports ``consume_failed_tps > 0`` for the topic at every one of
   its running-info snapshots of the episode. An orderly consumer's poison message shows exactly
   this: SUSPEND_CURRENT_QUEUE_A_MOMENT (or an exception) counts a failure, puts the message back
@@ -61,6 +63,7 @@ from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
 from jobs.rules.episodes import minutes_between, with_episode_id
+from jobs.rules.master_down import master_down_episodes
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.severity import severity
 from jobs.settings import DetectionSettings
@@ -342,10 +345,11 @@ def cause_chain() -> list[tuple[str, Column]]:
     messages_wait = ((_n("_pq_settled_rows") > 0)
                      & (F.col("_waiting_rows") == F.col("_pq_settled_rows")))
     hung = nothing_finishes & messages_wait & F.col("_other_advanced").isNull()
+    master_down = F.coalesce(F.col("_master_down"), F.lit(False))  # jobs.rules.master_down
     return [
         ("NO_OWNER", never_owned),
         ("OWNER_DOWN", owner_gone),
-        # ("MASTER_DOWN", ...) goes here (DESIGN.md §5.3)
+        ("MASTER_DOWN", master_down),
         ("CONSUME_FAILING", failing),
         ("SLOW_MESSAGE", slow),
         ("CONSUMER_HUNG", hung),
@@ -366,7 +370,9 @@ def with_root_cause(df: DataFrame) -> DataFrame:
     return (df.withColumn("root_cause", cause)
             .withColumn("owner", F.when(rc != "NO_OWNER",
                                         F.col("_first_owner").getField("client_id")))
-            .withColumn("blocking_offset", F.when(blocks, F.col("committed_offset")))
+            .withColumn("blocking_offset", F.when(blocks, F.col("committed_offset"))
+                        .when(rc == "MASTER_DOWN",
+                              F.coalesce("_md_blocking_offset", "committed_offset")))
             .withColumn("flow_controlled",
                         (_n("_span_limited") == 1) | (_n("_cache_limited") == 1)
                         | (_n("_fc_lines") > 0))
@@ -429,6 +435,8 @@ def evidence() -> Column:
             _iso(F.col("_live_last_at")),
             F.lit(" UTC and nobody took the queue over; its last commit "), offset,
             F.lit(" stays")))
+        .when(rc == "MASTER_DOWN", F.concat(
+            F.col("_md_evidence"), F.lit("; offset pinned at "), offset))
         .when(rc == "CONSUME_FAILING", F.concat(
             F.lit("owner "), _text("owner"),
             F.lit(" reports consume_failed_tps > 0 for the topic at all "), _text("_status_rows"),
@@ -500,15 +508,28 @@ def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules, *,
 def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
                            client_config_df: DataFrame, consume_status_df: DataFrame,
                            log_events_df: DataFrame, rules: StuckRules,
-                           orphaned_df: DataFrame | None = None, *,
+                           orphaned_df: DataFrame | None = None,
+                           master_down_windows_df: DataFrame | None = None, *,
                            queue_state_df: DataFrame) -> DataFrame:
-    """Lasting episodes plus their running-info, offset and log evidence → gold.stuck_queues."""
+    """Lasting episodes plus their running-info, offset and log evidence → gold.stuck_queues.
+    ``master_down_windows_df``: ``jobs.rules.master_down.build_master_down_windows`` (MASTER_DOWN
+    needs it; without it no episode gets that cause)."""
     joined = episodes_df
     for part in (process_queue_evidence(episodes_df, process_queues_df, client_config_df, rules),
                  consume_status_evidence(episodes_df, consume_status_df),
                  other_queues_evidence(episodes_df, queue_state_df),
                  log_evidence(episodes_df, log_events_df)):
         joined = joined.join(part, on=EPISODE_KEY, how="left")
+    if master_down_windows_df is None:
+        joined = joined.select("*", F.lit(None).cast("boolean").alias("_master_down"),
+                               F.lit(None).cast("long").alias("_md_blocking_offset"),
+                               F.lit(None).cast("string").alias("_md_evidence"))
+    else:
+        joined = joined.join(master_down_episodes(
+            episodes_df, master_down_windows_df, log_events_df,
+            rules.max_snapshot_gap_seconds).select(
+                *EPISODE_KEY, "_master_down", "_md_blocking_offset", "_md_evidence"),
+            on=EPISODE_KEY, how="left")
     if orphaned_df is None:
         joined = joined.withColumn("_orphaned", F.lit(None).cast("boolean"))
     else:
@@ -521,11 +542,12 @@ def build_stuck_queues(queue_state_df: DataFrame, process_queues_df: DataFrame,
                        client_config_df: DataFrame, consume_status_df: DataFrame,
                        log_events_df: DataFrame, rules: StuckRules,
                        orphaned_df: DataFrame | None = None, *,
-                       models_df: DataFrame) -> DataFrame:
-    """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues)
-    in, gold.stuck_queues out."""
+                       models_df: DataFrame,
+                       master_down_windows_df: DataFrame | None = None) -> DataFrame:
+    """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues,
+    the master-down windows) in, gold.stuck_queues out."""
     return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules,
                                                          models_df=models_df),
                                   process_queues_df, client_config_df, consume_status_df,
-                                  log_events_df, rules, orphaned_df,
+                                  log_events_df, rules, orphaned_df, master_down_windows_df,
                                   queue_state_df=queue_state_df)

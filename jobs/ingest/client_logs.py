@@ -150,6 +150,12 @@ _MQ = r"MessageQueue \[topic=[^,\[\]]*, brokerName=[^,\[\]]*, queueId=-?[0-9]{1,
 _MQ_PARTS = r"^MessageQueue \[topic=([^,\[\]]*), brokerName=([^,\[\]]*), queueId=(-?[0-9]{1,9})\]$"
 _MQ_SET = r"^\[(?:" + _MQ + r"(?:, " + _MQ + r")*)?\]$"
 _JAVA_LIST = r"(?s)^\[.*\]$"
+# BrokerData.toString: 4.x "BrokerData [brokerName=B, brokerAddrs={0=a, 1=b}]", 5.x adds
+# ", enableActingMaster=false"; brokerAddrs is a HashMap<Long, String> (ids ascending).
+_BROKER_DATA = r"BrokerData \[brokerName=[^,\[\]]*, brokerAddrs=\{[^{}]*\}"
+_BROKER_DATA_PARTS = r"^BrokerData \[brokerName=([^,\[\]]*), brokerAddrs=\{([^{}]*)\}$"
+_MASTER_ADDR = r"(?:^|, )0=([^,]*)"
+_ROUTE = r"(?s)^TopicRouteData \[.*\]$"
 _WHOLE_NUMBER = r"^-?[0-9]{1,19}$"
 
 
@@ -252,10 +258,42 @@ _TEMPLATES = (
         r"(?s)^doRebalance, ([^,]*), remove unnecessary mq, (.*)$",
         {"group": 1, "messageQueue": 2},
     ),
+    # Written only when both the hand-back to the broker and its fallback send to %RETRY%<group>
+    # failed, once per local retry (facts §10.1); the cause follows on the next lines. 4.x+
+    # MessageExt.toString; the topic is the Message part's. brokerName came with 4.x (optional).
+    _Template(
+        "SEND_BACK_FAILED",
+        ("sendMessageBack exception, group: ",),
+        r"sendMessageBack exception, group: ",
+        r"(?s)^sendMessageBack exception, group: (.*?) msg: MessageExt \[(?:brokerName=(.*?), )?"
+        r"queueId=(.*?), storeSize=.*?, queueOffset=(.*?), .*?, storeHost=(.*?), msgId=(.*?), "
+        r".*?, reconsumeTimes=(.*?), .*?toString\(\)=Message\{topic='(.*?)', .*$",
+        {"group": 1, "brokerName": 2, "queueId": 3, "queueOffset": 4, "storeHost": 5,
+         "msgId": 6, "reconsumeTimes": 7, "topic": 8},
+    ),
+    # MQClientInstance.updateTopicRouteInfoFromNameServer on every route change of a topic the
+    # client uses (facts §10); 3.x misspells "old" as "odl". Only the new route is read.
+    _Template(
+        "ROUTE_CHANGED",
+        (" route info changed, o",),
+        r"the topic\[[^\]]*\] route info changed, o(?:ld|dl)\[",
+        r"(?s)^the topic\[(.*?)\] route info changed, o(?:ld|dl)\[.*\] ?,new\[(.*)\]$",
+        {"topic": 1, "newRoute": 2},
+    ),
+    # DefaultMQPushConsumerImpl.pullMessage's catch; 5.2.0+ names the group and queue (a 5.x
+    # slave rejects every pull with [REJECTREQUEST]system busy, printed on the next line).
+    _Template(
+        "PULL_EXCEPTION",
+        ("execute the pull request exception",),
+        r"execute the pull request exception",
+        r"(?s)^execute the pull request exception(?:, group=([^,]*), messageQueue=(MessageQueue "
+        r"\[[^\]]*\]))?.*$",
+        {"consumerGroup": 1, "messageQueue": 2},
+    ),
 )
 
 # The typed value of a raw field, by the schema type it lands in.
-_INT_FIELDS = ("mqAllSize", "cidAllSize", "rebalanceResultSize", "queueId")
+_INT_FIELDS = ("mqAllSize", "cidAllSize", "rebalanceResultSize", "queueId", "reconsumeTimes")
 _LONG_FIELDS = ("offset", "queueOffset", "minOffset", "maxOffset", "count", "size", "threshold",
                 "maxSpan", "nextOffset", "flowControlTimes")
 
@@ -457,9 +495,19 @@ def _with_raw_fields(df: DataFrame) -> DataFrame:
     A field is null when the line's event does not print it or the line does not fit the pattern.
     The pattern runs once per line (``regexp_groups``); the fields are read off its groups.
     """
-    groups = _by_event({t.event: regexp_groups(F.col("message"), t.pattern,
-                                               re.compile(t.pattern).groups)
-                        for t in _TEMPLATES}, ArrayType(StringType()))
+    message = F.col("message")
+
+    def template_groups(t: _Template) -> Column:
+        # Split only, without regexp_groups' group-by-group fallback: a message holding U+0001
+        # does not fit its template (the ingest quarantines such a line as binary_data anyway,
+        # file_integrity.CONTROL_CHARS). One regexp_extract per group of every template made
+        # classic Spark's generated projection outgrow the JVM's 64 KB method limit.
+        n = re.compile(t.pattern).groups
+        joined = F.regexp_replace(message, t.pattern, _GROUP_SEP.join(f"${i}" for i in range(1, n + 1)))
+        return F.when(~message.contains(_GROUP_SEP) & message.rlike(t.pattern),
+                      F.split(joined, _GROUP_SEP, n))
+
+    groups = _by_event({t.event: template_groups(t) for t in _TEMPLATES}, ArrayType(StringType()))
     fields = sorted({name for template in _TEMPLATES for name in template.fields})
     raw = [_by_event({t.event: F.col("__groups")[t.fields[name] - 1]
                       for t in _TEMPLATES if name in t.fields}, "string").alias(_raw_name(name))
@@ -469,7 +517,30 @@ def _with_raw_fields(df: DataFrame) -> DataFrame:
             .select(*df.columns, fits.alias("__fits"), *raw))
 
 
+# Fields inside an optional part of their template: "" when the part is absent, read as null.
+_OPTIONAL_FIELDS = {"SEND_BACK_FAILED": ("brokerName",),
+                    "PULL_EXCEPTION": ("consumerGroup", "messageQueue")}
+
+
+def route_brokers(route: Column) -> Column:
+    """The ``BrokerData`` entries of a ``TopicRouteData`` text as (broker_name, master_addr):
+    ``master_addr`` is the ``0=`` address, null when the group has no master in the route."""
+    def entry(text: Column) -> Column:
+        addrs = F.regexp_extract(text, _BROKER_DATA_PARTS, 2)
+        master = F.regexp_extract(addrs, _MASTER_ADDR, 1)
+        return F.struct(F.regexp_extract(text, _BROKER_DATA_PARTS, 1).alias("broker_name"),
+                        F.when(master != "", master).alias("master_addr"))
+    return F.transform(F.regexp_extract_all(route, F.lit(_BROKER_DATA), 0), entry)
+
+
 def _typed_fields(df: DataFrame) -> DataFrame:
+    for event, names in _OPTIONAL_FIELDS.items():
+        for name in names:
+            column = F.col(_raw_name(name))
+            df = df.withColumn(_raw_name(name), F.when(
+                (F.col("event") == event) & (column == ""), F.lit(None).cast("string"))
+                .otherwise(column))
+
     def raw(name: str) -> Column:
         return F.col(_raw_name(name))
 
@@ -490,6 +561,11 @@ def _typed_fields(df: DataFrame) -> DataFrame:
         F.lit(None).cast("string").alias("broker_name"),
         typed["queueId"].alias("queue_id"),
     )))
+    send_back_mq = F.when(typed["queueId"].isNotNull(), F.array(F.struct(
+        raw("topic").alias("topic"), raw("brokerName").alias("broker_name"),
+        typed["queueId"].alias("queue_id"))))
+    route_ok = raw("newRoute").rlike(_ROUTE)
+    brokers = F.when(route_ok, route_brokers(raw("newRoute")))
     cid_all_ok = raw("cidAll").rlike(_JAVA_LIST)
     # "[a, b]" → [a, b]; "[]" → [] (split gives one empty element, dropped by the filter).
     cid_all = F.when(cid_all_ok, F.filter(
@@ -500,8 +576,11 @@ def _typed_fields(df: DataFrame) -> DataFrame:
                            "FLOW_CONTROL_SPAN", "MQ_ADDED", "MQ_REMOVED")
     queues = _by_event({"REBALANCE_RESULT": mq_set,
                         **{event: single_mq for event in single_queue_events},
-                        "SEND_EXPIRE_MSG_BACK": expire_mq}, ArrayType(MESSAGE_QUEUE_TYPE))
+                        "PULL_EXCEPTION": single_mq, "SEND_EXPIRE_MSG_BACK": expire_mq,
+                        "SEND_BACK_FAILED": send_back_mq}, ArrayType(MESSAGE_QUEUE_TYPE))
     topic = _by_event({"REBALANCE_RESULT": raw("topic"), "SEND_EXPIRE_MSG_BACK": raw("topic"),
+                       "SEND_BACK_FAILED": raw("topic"), "ROUTE_CHANGED": raw("topic"),
+                       "PULL_EXCEPTION": F.element_at(single_mq, 1).getField("topic"),
                        **{event: F.element_at(single_mq, 1).getField("topic")
                           for event in single_queue_events}}, "string")
     group = F.coalesce(raw("group"), raw("consumerGroup"))
@@ -520,6 +599,7 @@ def _typed_fields(df: DataFrame) -> DataFrame:
         (raw("rebalanceResultSet").isNotNull() & ~mq_set_ok, F.lit("malformed MessageQueue set")),
         (raw("messageQueue").isNotNull() & ~single_mq_ok, F.lit("malformed MessageQueue")),
         (raw("cidAll").isNotNull() & ~cid_all_ok, F.lit("malformed cidAll list")),
+        (raw("newRoute").isNotNull() & ~route_ok, F.lit("malformed route")),
     ]
     parse_error = F.when(F.col("event").isNotNull(), F.coalesce(
         F.when(~F.col("_dated"), F.lit("no date and time at the start of the line")),
@@ -549,6 +629,8 @@ def _typed_fields(df: DataFrame) -> DataFrame:
         cid_all.alias("cid_all"),
         raw("msgId").alias("msg_id"),
         raw("storeHost").alias("store_host"),
+        typed["reconsumeTimes"].alias("reconsume_times"),
+        brokers.alias("route_brokers"),
         parse_error.alias("parse_error"),
     )
 

@@ -25,11 +25,17 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
     ``inflight`` = pull_offset − consumer_offset (5.1+ brokers only, facts §5.1).
     ``broker_reports_no_owner``: the collector's ``consumerProgress -s`` said ``N/A`` — no
     reachable client holds the queue (facts §5.2); null when the collector did not ask.
+    ``broker_id``: the node that answered (0 = master; admin tools fall back to a slave while
+    the master is down, DESIGN.md §3.1, facts §10.4); null when the collector does not say —
+    unknown, never read as 0.
     ``time_lag_seconds``: age of the oldest unconsumed message, see :func:`with_time_lag`.
     """
+    if "broker_id" not in offsets_df.columns:  # optional (§3.1); bronze written before it
+        offsets_df = offsets_df.withColumn("broker_id", F.lit(None).cast("long"))
     snapshots = filter_first_per_snapshot(
         offsets_df.select(*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset",
-                          "last_timestamp", "client_ip", "_source_file", "_line_no", "date"),
+                          "last_timestamp", "client_ip", "broker_id", "_source_file", "_line_no",
+                          "date"),
         QUEUE_KEY)
     by_queue = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
     offsets = snapshots.select(
@@ -47,6 +53,7 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         owner_ip(F.col("client_ip")).alias("owner_ip"),
         (F.trim("client_ip") == "N/A").alias("broker_reports_no_owner"),
         F.col("topic").startswith("%RETRY%").alias("is_retry_topic"),
+        "broker_id",
         F.lag("ts").over(by_queue).alias("prev_ts"),
         (F.col("broker_offset") - F.lag("broker_offset").over(by_queue))
         .alias("broker_offset_delta"),
@@ -59,8 +66,8 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
 
 COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", "lag",
            "time_lag_seconds", "inflight", "last_consumed_at", "owner_ip",
-           "broker_reports_no_owner", "is_retry_topic", "prev_ts", "broker_offset_delta",
-           "consumer_offset_delta", "date"]
+           "broker_reports_no_owner", "is_retry_topic", "broker_id", "prev_ts",
+           "broker_offset_delta", "consumer_offset_delta", "date"]
 
 
 def with_time_lag(offsets_df: DataFrame) -> DataFrame:

@@ -23,6 +23,14 @@ modelled (rocketmq-facts.md):
 - a consumer whose every consume thread hangs (a downstream call) finishes nothing: commits of
   all its queues stop, pulls go on up to pullThresholdForQueue, its OK and failed rates fall to
   0 and last_consume_timestamp stays where it was, §5.3 "Hung consumer";
+- a broker group's master down (§10): nothing is produced on its queues, 4.9.x consumers pull
+  from the slave and commit there, the admin tools' offsets come from the slave (``broker_id`` 1),
+  the clients log the route change at their next 30 s route poll; a message that keeps failing
+  (``consume_failing``) is handed back to ``%RETRY%`` while a master hosts the retry topic, and
+  otherwise retried locally every 10 s (5 s name-server timeout + 5 s resubmit) without bound,
+  pinning the offset, with a ``sendMessageBack exception`` line per try; on the return the next
+  try's fallback send succeeds (its local count is past 16: straight to the DLQ) and the returned
+  master reports its pre-outage offsets until the owners' next persist (≤ 5 s).
 - ``[persistAll]`` lines every 5 s per owned queue, §2.3.
 """
 
@@ -85,6 +93,45 @@ class Stall:
 
 
 @dataclass
+class MasterDown:
+    """A broker group's master stopped from ``from_ms`` to ``until_ms`` (its slave stays up)."""
+
+    broker: str
+    from_ms: int
+    until_ms: int
+    stale: dict[int, int] = field(default_factory=dict)  # gq -> the master's offset at the stop
+
+
+@dataclass
+class FailingMessage:
+    """One message that fails every delivery (facts §10.1)."""
+
+    gq: int
+    at_ms: int
+    fault_index: int
+    started: bool = False
+    offset: int = -1
+    owner: int = -1
+    next_try_ms: int = 0
+    tries: int = 0  # deliveries so far = its reconsumeTimes at the next one
+    handed_back: int = 0
+    done: bool = False
+    loop_from_ms: int | None = None  # the first failed hand-back (the local loop)
+    released_ms: int | None = None
+    max_span: int = 0
+    redelivery_risk: int = 0
+    failures: list[int] = field(default_factory=list)
+
+
+# delayLevel 3 + reconsumeTimes of a hand-back (messageDelayLevel 1s 5s 10s 30s 1m 2m ... 2h)
+RETRY_DELAYS_MS = [10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
+                   480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000]
+MAX_RECONSUME_TIMES = 16
+LOOP_MS = 10_000  # 4.9.x: the hand-back's 5 s name-server timeout, then the 5 s resubmit
+ROUTE_POLL_MS = 30_000  # pollNameServerInterval
+
+
+@dataclass
 class Track:
     """Ground truth at every snapshot of the output window, for the truth file."""
 
@@ -141,6 +188,7 @@ class Flow:
                 self.prod[i] = int(prng.integers(20_000, 8_000_000))
         self.commit = self.prod[self.gq_tq].copy()
         self.bco = self.commit.copy()
+        self.bco_before = self.bco
         self.pulled = self.commit.copy()
         self.pull_ahead = np.array([self.scenario.group(g).pull_threshold + 32 for g, _ in self.gq_keys],
                                    dtype=np.int64)
@@ -165,6 +213,18 @@ class Flow:
         self.frozen = np.zeros(n_gq, dtype=bool)
         self.stalls = [self._stall(i, f) for i, f in enumerate(scenario.faults)
                        if f.kind in ("poison_message", "consumer_hang")]
+        self.down = [MasterDown(f.broker_name, parse_time_ms(f.at),
+                                parse_time_ms(f.at) + parse_time_ms(f.duration))
+                     for f in scenario.faults if f.kind == "master_down"]
+        self.failing = [FailingMessage(self.gq_index[(f.group, MessageQueue(f.topic, f.broker_name, f.queue_id))],
+                                       parse_time_ms(f.at), i)
+                        for i, f in enumerate(scenario.faults) if f.kind == "consume_failing"]
+        # a collector that records the answering node writes broker_id (DESIGN.md §3.1)
+        self.with_broker_id = bool(self.down)
+        self.tq_broker = [mq.broker_name for mq, _ in sorted(self.tq_index.items(), key=lambda kv: kv[1])]
+        self.gq_broker = [mq.broker_name for _, mq in self.gq_keys]
+        self.slave_ip = {b.name: b.slave_ip for b in scenario.brokers}
+        self.pending: list[tuple[int, int, str]] = []  # log lines due later than their step
         # the exporter's collection second plus its fixed run time; connections/running_info vary
         self.offsets_phase_ms = int(prng.integers(100, 1000))
         self.track = Track()
@@ -326,9 +386,11 @@ class Flow:
             in_out = out_from <= t < self.window[1]
             owned = self.owner_n > 0
             # 1. the owners' persist during the step: the broker learns the commit of the step start
+            self.bco_before = self.bco
             self.bco = np.where(owned & self.gq_commits, self.commit, self.bco)
-            # 2. production
-            self.prod += self.producers.step(t, dt_ms)
+            # 2. production (nothing is written to a broker group without its master; the
+            # simplification: those sends are not redistributed to the other brokers)
+            self.prod += (self.producers.step(t, dt_ms) * self._writable(t)).astype(np.int64)
             # 3. rebalance results and deaths up to t
             while ci < len(changes) and changes[ci].t <= t:
                 self.apply_change(changes[ci])
@@ -340,6 +402,12 @@ class Flow:
                 self._slow_step(s, t, prev, step_logs)
             for st in self.stalls:
                 self._stall_step(st, t)
+            for d in self.down:
+                self._master_step(d, t, prev, step_logs)
+            for f in self.failing:
+                self._failing_step(f, t, step_logs)
+            if self.pending:
+                self._flush_pending(t, step_logs)
             # 5. consumption
             avail = self.prod[self.gq_tq]
             budget = (self.cap * dt_ms).astype(np.int64)
@@ -450,6 +518,170 @@ class Flow:
             n += max(0, (hi - lo) // 1000)
         return n
 
+    # --- a broker group's master down, a message that keeps failing (facts §10) ------------------
+
+    def master_up(self, broker: str, t: int) -> bool:
+        return not any(d.broker == broker and d.from_ms <= t < d.until_ms for d in self.down)
+
+    def _writable(self, t: int) -> np.ndarray | float:
+        """Per topic queue: 0 while its broker has no master (nothing can be written), else 1."""
+        down = {d.broker for d in self.down if d.from_ms <= t < d.until_ms}
+        if not down:
+            return 1.0
+        return np.array([0.0 if b in down else 1.0 for b in self.tq_broker])
+
+    def _master_step(self, d: MasterDown, t: int, prev: int, logs: list) -> None:
+        if prev < d.from_ms <= t:
+            # the master's own offset table as it stops (the step's persists came after the stop
+            # and went to the slave): what it reports again on its return
+            d.stale = {i: int(self.bco_before[i]) for i, b in enumerate(self.gq_broker) if b == d.broker}
+            self._route_lines(d, d.from_ms, logs, master=False)
+        if prev < d.until_ms <= t:
+            for i, value in d.stale.items():
+                if not self.owners[i]:
+                    self.bco[i] = value  # nobody commits: the master's old value stays
+            self._route_lines(d, d.until_ms, logs, master=True)
+
+    def _route_lines(self, d: MasterDown, at: int, logs: list, *, master: bool) -> None:
+        """Each live client logs the route change of every topic it uses with queues on the
+        broker, at its next route poll (every 30 s, MQClientInstance)."""
+        for p in self.cluster.processes:
+            poll = at + (p.hb_phase_ms - at) % ROUTE_POLL_MS
+            if not p.alive(poll) or not self.window[0] <= poll < self.window[1]:
+                continue
+            for topic in p.topics:
+                if not any(mq.broker_name == d.broker for mq in self.cluster.mq_all[topic]):
+                    continue
+                old, new = self._route(topic, d.broker, not master), self._route(topic, d.broker, master)
+                text = f"the topic[{topic}] route info changed, old[{old}] ,new[{new}]"
+                self.pending.append((poll, p.idx, log_line(self.clock, poll, "INFO", "MQClientFactoryScheduledThread",
+                                                           text, is_5x=p.is_5x, pid=p.pid, line_no=806)))
+
+    def _route(self, topic: str, broker: str, with_master: bool) -> str:
+        """TopicRouteData.toString of 4.9.x (facts §10.3: only the master's address leaves)."""
+        counts: dict[str, int] = {}
+        for mq in self.cluster.mq_all[topic]:
+            counts[mq.broker_name] = counts.get(mq.broker_name, 0) + 1
+        queues = ", ".join(f"QueueData [brokerName={b}, readQueueNums={n}, writeQueueNums={n}, perm=6, "
+                           f"topicSysFlag=0]" for b, n in sorted(counts.items()))
+        datas = []
+        for b in sorted(counts):
+            addrs = []
+            if b != broker or with_master:
+                addrs.append(f"0={self.cluster.broker_ip[b]}:10911")
+            if self.slave_ip.get(b):
+                addrs.append(f"1={self.slave_ip[b]}:10911")
+            datas.append(f"BrokerData [brokerName={b}, brokerAddrs={{{', '.join(addrs)}}}]")
+        return (f"TopicRouteData [orderTopicConf=null, queueDatas=[{queues}], "
+                f"brokerDatas=[{', '.join(datas)}], filterServerTable={{}}]")
+
+    def _flush_pending(self, t: int, logs: list) -> None:
+        due = [row for row in self.pending if row[0] <= t]
+        if due:
+            self.pending = [row for row in self.pending if row[0] > t]
+            logs.extend(due)
+
+    def _hand_back_broker(self, group: str, broker: str, t: int) -> str | None:
+        """Where a failed message goes back: the message's broker's master, else (the fallback
+        send) any master hosting %RETRY%<group>; None when neither is up (facts §10.2)."""
+        if self.master_up(broker, t):
+            return broker
+        return next((b for b in self.cluster.group_brokers[group] if self.master_up(b, t)), None)
+
+    def _failing_step(self, f: FailingMessage, t: int, logs: list) -> None:
+        if f.done or (not f.started and t < f.at_ms):
+            return
+        group, mq = self.gq_keys[f.gq]
+        if not f.started:
+            f.started = True
+            if not self.owners[f.gq]:
+                f.done = True
+                return
+            f.owner = self.owners[f.gq][0]
+            f.offset = int(self.commit[f.gq])
+            f.next_try_ms = f.at_ms
+        if self.pinned[f.gq] and f.loop_from_ms is not None and f.released_ms is None:
+            f.max_span = max(f.max_span, int(self.hi[f.gq]) - 1 - f.offset)
+        while not f.done and f.next_try_ms <= t:
+            now = f.next_try_ms
+            f.failures.append(now)
+            target = self._hand_back_broker(group, mq.broker_name, now)
+            if target is not None:
+                if f.loop_from_ms is not None and f.released_ms is None:
+                    f.released_ms = now
+                    f.redelivery_risk = int(self.hi[f.gq]) - 1 - f.offset
+                    self.pinned[f.gq] = False
+                    self.commit[f.gq] = self.hi[f.gq]  # msgTreeMap empty -> queueOffsetMax + 1
+                    self.last_consume[f.gq] = now
+                if f.tries >= MAX_RECONSUME_TIMES:
+                    f.done = True  # %DLQ%<group>
+                    break
+                # back to %RETRY%<group>, redelivered after delay level 3 + reconsumeTimes
+                self.prod[self.tq_index[MessageQueue(retry_topic(group), target, 0)]] += 1
+                f.next_try_ms = now + RETRY_DELAYS_MS[f.tries]
+                f.tries += 1
+                f.handed_back += 1
+                continue
+            # no master for the hand-back nor for the fallback: kept and retried locally
+            if f.loop_from_ms is None:
+                f.loop_from_ms = now
+                self.pinned[f.gq] = True
+                self.hi[f.gq] = max(int(self.hi[f.gq]), f.offset + 1)
+            self._send_back_lines(f, now, logs)
+            f.tries += 1  # local only (msg.setReconsumeTimes), no bound
+            f.next_try_ms = now + LOOP_MS
+
+    def _send_back_lines(self, f: FailingMessage, consumed: int, logs: list) -> None:
+        """The inner hand-back error after the 5 s name-server timeout, then the outer line
+        with the MessageExt once the fallback send failed too (facts §10.1, §10.2)."""
+        p = self.cluster.processes[f.owner]
+        group, mq = self.gq_keys[f.gq]
+        ip = self.cluster.broker_ip[mq.broker_name]
+        host_hex = "".join(f"{int(x):02X}" for x in ip.split("."))
+        msg_id = f"{host_hex}00002A9F{f.offset * MSG_BYTES:016X}"
+        born = self.clock.epoch(f.at_ms - 1500)
+        thread = f"ConsumeMessageThread_{1 + f.tries % 20}"
+        msg = (f"MessageExt [brokerName={mq.broker_name}, queueId={mq.queue_id}, storeSize=203, "
+               f"queueOffset={f.offset}, sysFlag=0, bornTimestamp={born}, bornHost=/{p.ip}:{40000 + p.pid % 20000}, "
+               f"storeTimestamp={born + 3}, storeHost=/{ip}:10911, msgId={msg_id}, "
+               f"commitLogOffset={f.offset * MSG_BYTES}, bodyCRC=1032136437, reconsumeTimes={f.tries}, "
+               f"preparedTransactionOffset=0, toString()=Message{{topic='{mq.topic}', flag=0, "
+               f"properties={{MIN_OFFSET=0, MAX_OFFSET={f.offset + 1}, "
+               f"CONSUME_START_TIME={self.clock.epoch(consumed)}, "
+               f"UNIQ_KEY={msg_id}, CLUSTER={self.cluster_name}, TAGS=*}}, body=[123, 34, 105, 100, 34], "
+               f"transactionId='null'}}]")
+        inner, outer = consumed + 5_000, consumed + 5_004
+
+        def add(at: int, level: str, text: str) -> None:
+            if self.window[0] <= at < self.window[1]:
+                self.pending.append((at, p.idx, log_line(self.clock, at, level, thread, text, is_5x=p.is_5x,
+                                                         pid=p.pid, line_no=325)))
+
+        def cont(at: int, text: str) -> None:
+            if self.window[0] <= at < self.window[1]:
+                self.pending.append((at, p.idx, text))
+
+        add(inner, "ERROR", f"sendMessageBack Exception, {group}")
+        cont(inner, "org.apache.rocketmq.remoting.exception.RemotingTimeoutException: wait response on the "
+                    "channel <10.0.9.2:9876> timeout, 5000(ms)")
+        cont(inner, "\tat org.apache.rocketmq.remoting.netty.NettyRemotingAbstract.invokeSyncImpl"
+                    "(NettyRemotingAbstract.java:427)")
+        add(outer, "ERROR", f"sendMessageBack exception, group: {group} msg: {msg}")
+        cont(outer, f"org.apache.rocketmq.client.exception.MQClientException: No route info of this topic: "
+                    f"{retry_topic(group)}")
+        cont(outer, "See http://rocketmq.apache.org/docs/faq/ for further details.")
+        cont(outer, "\tat org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl.sendDefaultImpl"
+                    "(DefaultMQProducerImpl.java:699)")
+
+    def _failed_tps(self, p: Process, topic: str, t: int) -> tuple[float, int]:
+        """consumeFailedTPS over the last minute and failed messages in the last hour."""
+        minute = hour = 0
+        for f in self.failing:
+            if f.owner == p.idx and self.gq_keys[f.gq][1].topic == topic:
+                minute += sum(1 for x in f.failures if t - 60_000 < x <= t)
+                hour += sum(1 for x in f.failures if t - 3_600_000 < x <= t)
+        return minute / 60.0, hour
+
     def _pinned_step(self, t: int, avail: np.ndarray, budget: np.ndarray) -> None:
         idx = np.nonzero(self.pinned)[0]
         for i in idx:
@@ -538,8 +770,17 @@ class Flow:
         last = self._last_timestamps(self.bco).tolist()
         e_ts = clock.epoch(ts_off)
         reported = self._reported(ts_off)
+        node = [""] * len(self.gq_keys)
+        if self.with_broker_id:
+            # the node that answered: the slave while the master is down (facts §10.4)
+            node = [f',"broker_id":{0 if self.master_up(b, ts_off) else 1}' for b in self.gq_broker]
+            for d in self.down:
+                if d.until_ms <= ts_off < d.until_ms + FINE_MS:
+                    # the returned master's pre-outage table, until the owners' next persist
+                    for i, value in d.stale.items():
+                        co[i] = value
         lines = [f'{{"ts":{e_ts}{self.off_mid[i]}{bo[i]},"consumer_offset":{co[i]},"pull_offset":{pull[i]},'
-                 f'"last_timestamp":{last[i]},"client_ip":{owner_ip[i]}}}'
+                 f'"last_timestamp":{last[i]},"client_ip":{owner_ip[i]}{node[i]}}}'
                  for i in range(len(self.gq_keys)) if reported[i]]
         name = "part-00000.jsonl.gz" if ts_off % DAY_MS < DAY_MS // 2 else "part-00001.jsonl"
         self.files.write_lines("offsets", ts_off, name, lines)
@@ -561,7 +802,10 @@ class Flow:
                 p = ch.process
                 lu = clock.epoch(p.last_heartbeat(min(ts_conn, p.stop_ms - 1) if p.stop_ms else ts_conn))
                 subs = f',"subscriptions":{self._subs(p)}' if with_subs else ""
-                for node in self.broker_nodes[ch.broker]:
+                nodes = self.broker_nodes[ch.broker]
+                if len(nodes) > 1 and not self.master_up(ch.broker, ts_conn):
+                    nodes = nodes[1:]  # only the slave lists the channel while the master is down
+                for node in nodes:
                     conn.append(f'{{"ts":"{iso}",{self.conn_static[(p.idx, ch.broker)]}{node}'
                                 f'"last_update_timestamp":{lu}{subs}}}')
         self.files.write_lines("connections", ts_conn, "part-00000.jsonl", conn)
@@ -669,9 +913,14 @@ class Flow:
             gqs = [i for i in self.proc_gqs[p.idx] if self.gq_keys[i][1].topic == topic]
             done = sum(int(self.commit[i] - self.prev_commit[i]) for i in gqs)
             tps = max(0.0, done / 60.0)
-            # failed: the minute rate and the hour's sum (ConsumerStatsManager, facts §6.1)
+            # failed: the minute rate and the hour's sum (ConsumerStatsManager, facts §6.1), of an
+            # orderly poison message and of a message that keeps failing (master down or not)
             failed_tps = self._failures(p.idx, topic, ts, 60) / 60.0
             failed_msgs = self._failures(p.idx, topic, ts, 3600)
+            if self.failing:
+                rate, failed = self._failed_tps(p, topic, ts)
+                failed_tps += rate
+                failed_msgs += failed
             rows.append(f'{{"topic":"{topic}","pull_rt":{1.2 + (p.pid % 7) / 10:.1f},"pull_tps":{tps:.2f},'
                         f'"consume_rt":{3.0 + (p.pid % 5):.1f},"consume_ok_tps":{tps:.2f},'
                         f'"consume_failed_tps":{f"{failed_tps:.2f}" if failed_tps else "0.0"},'

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 STRATEGY_NAMES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 FAULT_KINDS = ("duplicate_client_id", "subscription_inconsistent", "strategy_inconsistent",
                "client_leaves", "slow_message", "consumer_crash", "client_joins", "poison_message",
-               "consumer_hang")
+               "consumer_hang", "master_down", "consume_failing")
 QUEUE_FAULTS = ("slow_message", "poison_message")  # name one queue and a time window
 BUILTIN_PACKAGE = "jobs.simulate.scenarios"
 
@@ -177,10 +177,12 @@ class Client(_Model):
 
 class Fault(_Model):
     kind: str
-    group: str
+    group: str = ""  # every kind but master_down (a broker group's, cluster-wide)
     topic: str | None = None
     clients: list[str] = Field(default_factory=list)
-    # slow_message: which queue, when the message starts, how long the listener hangs on it
+    # slow_message: which queue, when the message starts, how long the listener hangs on it;
+    # consume_failing: which queue, when its next message starts failing every delivery;
+    # master_down: broker_name, when its master stops and for how long (its slave stays up)
     broker_name: str | None = None
     queue_id: int | None = Field(None, ge=0)
     at: str | None = None
@@ -268,6 +270,15 @@ class Scenario(_Model):
                 raise ValueError(f"clients.{client.name}.stop must be after its start")
         for i, fault in enumerate(self.faults):
             where = f"faults[{i}] ({fault.kind})"
+            if fault.kind == "master_down":
+                for key in ("broker_name", "at", "duration"):
+                    if getattr(fault, key) is None:
+                        raise ValueError(f"{where} needs {key}")
+                broker = next((b for b in self.brokers if b.name == fault.broker_name), None)
+                if broker is None or not broker.slave_ip:
+                    raise ValueError(f"{where}: broker {fault.broker_name!r} needs a slave_ip "
+                                     "(the slave answers while the master is down)")
+                continue
             if fault.group not in groups:
                 raise ValueError(f"{where}.group names unknown group {fault.group!r}")
             for name in fault.clients:
@@ -277,6 +288,12 @@ class Scenario(_Model):
                     raise ValueError(f"{where}: client {name!r} is not in group {fault.group!r}")
             if fault.topic is not None and fault.topic not in topics:
                 raise ValueError(f"{where}.topic names unknown topic {fault.topic!r}")
+            if fault.kind == "consume_failing":
+                for key in ("topic", "broker_name", "queue_id", "at"):
+                    if getattr(fault, key) is None:
+                        raise ValueError(f"{where} needs {key}")
+                if topics[fault.topic].queues.get(fault.broker_name, 0) <= fault.queue_id:
+                    raise ValueError(f"{where}: {fault.topic} has no queue {fault.broker_name}/{fault.queue_id}")
             if fault.kind in QUEUE_FAULTS:
                 for key in ("topic", "broker_name", "queue_id", "at", "duration"):
                     if getattr(fault, key) is None:

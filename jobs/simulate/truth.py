@@ -295,6 +295,17 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
             continue
         if fault.topic and fault.kind != "slow_message" and mq.topic != fault.topic and e.kind == "orphan":
             continue
+        if fault.kind == "consume_failing":
+            f = next(f for f in flow.failing if f.fault_index == fi)
+            if e.kind != "stuck" or e.gq != f.gq or f.loop_from_ms is None:
+                continue  # while a master takes the hand-back the offset moves on (facts §10.2)
+            claimed.add(i)
+            stuck.append(_episode_row(
+                e, flow, clock, "MASTER_DOWN", cluster, blocking_offset=f.offset,
+                flow_controlled=f.max_span >= scenario.group(group).max_span,
+                redelivery_risk=f.redelivery_risk, released_at=_passed_at(e, f.offset, flow, clock)))
+            queues.append(mq)
+            continue
         if fault.kind == "slow_message":
             s = next(s for s in flow.slow if s.fault_index == fi)
             if e.kind != "stuck" or e.gq != s.gq:
@@ -357,13 +368,19 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
         else:
             for r in events:
                 r.pop("_moved")
+    master_down = {}
+    if fault.kind == "master_down":
+        # DESIGN.md §5.3: every group with queues on the broker during the window
+        on_broker = sorted({g for g, mq in flow.gq_keys if mq.broker_name == fault.broker_name})
+        master_down = {"broker_name": fault.broker_name, "down_from": clock.iso_z(start),
+                       "down_until": clock.iso_z(end), "groups": on_broker}
     queues = sorted(set(queues))
     brokers = sorted({mq.broker_name for mq in queues})
     topics = sorted({mq.topic for mq in queues})
     return {
         "kind": fault.kind, "group": fault.group,
         "topic": fault.topic or (topics[0] if len(topics) == 1 else None),
-        "broker_name": brokers[0] if len(brokers) == 1 else None,
+        "broker_name": brokers[0] if len(brokers) == 1 else fault.broker_name,
         "queue_ids": sorted({mq.queue_id for mq in queues}) if len(brokers) <= 1 and len(topics) <= 1 else None,
         "queues": [{"topic": mq.topic, "broker_name": mq.broker_name, "queue_id": mq.queue_id} for mq in queues],
         "clients": sorted({p.client_id for p in procs}),
@@ -371,7 +388,17 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
         "expected_orphaned_queues": orphaned, "expected_double_owned_queues": double,
         "expected_stuck_queues": stuck, "expected_rebalance_events": events,
         "expected_strategy_whatif": whatif,
+        **({"expected_master_down": master_down} if master_down else {}),
     }
+
+
+def _passed_at(e: Episode, offset: int, flow: Flow, clock: Clock) -> str | None:
+    """The first written snapshot after the episode whose committed offset passes ``offset``."""
+    tr = flow.track
+    for k in range(e.last + 1, len(tr.snapshot_ts)):
+        if tr.emitted[e.gq][k] and tr.consumer_offset[e.gq][k] > offset:
+            return clock.iso_z(tr.snapshot_ts[k])
+    return None
 
 
 def _fault_window(fault: Fault, cluster: Cluster, flow: Flow, window: tuple[int, int]) -> tuple[int, int]:
@@ -387,6 +414,13 @@ def _fault_window(fault: Fault, cluster: Cluster, flow: Flow, window: tuple[int,
     if fault.kind in ("client_leaves", "client_joins"):
         at = parse_time_ms(fault.at)
         return at, at
+    if fault.kind == "master_down":
+        at = parse_time_ms(fault.at)
+        return at, at + parse_time_ms(fault.duration)
+    if fault.kind == "consume_failing":
+        f = next(f for f in flow.failing if f.gq == flow.gq_index[(fault.group, MessageQueue(
+            fault.topic, fault.broker_name, fault.queue_id))])
+        return f.at_ms, f.released_ms if f.released_ms is not None else window[1]
     if fault.kind == "consumer_crash":
         at = parse_time_ms(fault.at)
         gone = [c.remove_ms for c in cluster.channels[fault.group] if c.process.spec.name == fault.clients[0]

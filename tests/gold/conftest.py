@@ -27,6 +27,7 @@ WINDOWS = {
     "consumer-crash": ("13:50", "14:20"),
     "slow-message": ("09:50", "10:30"),
     "client-leaves": ("09:50", "10:20"),
+    "master-down": ("01:05", "01:58"),
 }
 
 

@@ -204,10 +204,11 @@ def test_undated_logback_default_layout_template_lines_say_they_have_no_date(spa
     def other(n):
         return (n, None, None, None, None, None, None)
 
+    route = (1, None, "ROUTE_CHANGED", None, None, None, no_date)
     actual = parse(spark, lines, UNDATED)
 
     assert_frames(actual, expected(
-        spark, UNDATED, other(1), other(2), added(3, "TopicTest", 2), added(4, "TopicTest", 1),
+        spark, UNDATED, route, other(2), added(3, "TopicTest", 2), added(4, "TopicTest", 1),
         added(5, "TopicTest", 3), added(6, "TopicTest", 0), other(7), other(8), result(9),
         added(10, "%RETRY%testConsumer", 0), result(11)))
 
@@ -236,14 +237,29 @@ def test_logback_default_layout_with_a_date_reads_thread_level_logger(spark):
 
     actual = parse(spark, lines, columns)
 
+    route = (1, utc(2014, 11, 29, 15, 20, 20, 218000), "ROUTE_CHANGED",
+             "MQClientFactoryScheduledThread", "RocketmqClient", "thread_first", None, None, None)
     assert_frames(actual, expected(
         spark, columns,
-        other(1, 218, "MQClientFactoryScheduledThread"),
+        route,
         other(2, 421, "NettyClientPublicExecutor_1"),
         added(3, 578, "TopicTest", 2), added(4, 578, "TopicTest", 1),
         added(5, 578, "TopicTest", 3), added(6, 593, "TopicTest", 0),
         other(7, 593, "RebalanceService"), other(8, 593, "RebalanceService"),
         result(9, 593), added(10, 640, "%RETRY%testConsumer", 0), result(11, 640)))
+
+
+def test_3x_route_change_with_odl_reads_the_topic_and_the_master_of_the_new_route(spark):
+    # The real 3.x line (odl[null]: the client's first route of TopicTest) lists broker licp
+    # with its master, 0=192.168.1.31:10911 (DESIGN.md §3.4, §5.3).
+    lines = read_lines("logback_default_undated_3x.log", prefix="2014-11-29 ")[:1]
+    columns = ["event", "topic", "route_brokers", "parse_error"]
+
+    actual = parse(spark, lines, columns)
+
+    assert_frames(actual, expected(
+        spark, columns,
+        (1, "ROUTE_CHANGED", "TopicTest", [("licp", "192.168.1.31:10911")], None)))
 
 
 def test_cpp_client_1x_lines_have_no_java_template_and_no_readable_date(spark):

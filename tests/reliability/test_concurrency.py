@@ -45,7 +45,7 @@ def test_two_days_run_at_once_match_each_day_run_alone(spark, tmp_path, sim_land
     assert contents(spark, lake_dir, D3) == contents(spark, alone)
     # every table of the lake: 4 bronze sources + quarantine + ingest_counts, silver, gold
     # (incidents, queue_load and producer_findings included)
-    assert len(together) == 24 and sum(map(len, together.values())) > 1000
+    assert len(together) == 25 and sum(map(len, together.values())) > 1000
 
 
 def test_write_day_retries_commits_lost_to_a_concurrent_writer(spark, tmp_path):
