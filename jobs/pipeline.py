@@ -220,11 +220,13 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             silver["queue_offsets"], silver["member_context"], models, stage,
             queue_load),
         "queue_load": queue_load,
-        # ORDER_AT_RISK: orderly groups from running info; the publish-list losses come from the
-        # master-down windows (DESIGN.md §5.3) and route lines (jobs.rules.route_lines) once parsed
-        "producer_findings": build_producer_findings(silver["queue_offsets"],
-                                                     producer_rules(settings),
-                                                     orderly_groups_df=orderly_groups(silver["client_config"])),
+        # a broker without its master is BROKER_MASTER_DOWN, not starved (DESIGN.md §5.2); its
+        # window is also a publish-list loss for ORDER_AT_RISK (orderly groups from running info)
+        "producer_findings": build_producer_findings(
+            silver["queue_offsets"], producer_rules(settings),
+            master_down_df=master_down.select("cluster", "broker_name", "down_from",
+                                              F.col("down_until").alias("down_to")),
+            orderly_groups_df=orderly_groups(silver["client_config"])),
     }
     return gold
 
