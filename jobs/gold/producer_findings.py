@@ -258,7 +258,8 @@ def build_starved_brokers(intervals_df: DataFrame, queue_offsets_df: DataFrame, 
                           master_down_df: DataFrame | None = None) -> DataFrame:
     """BROKER_STARVED rows (module docstring). ``master_down_df`` (``cluster, broker_name,
     down_from, down_to``; a null ``down_to``: not back by the day's end), when given, removes the
-    windows that overlap the broker's master-down window: that is BROKER_MASTER_DOWN (DESIGN.md §5.3), not producers avoiding the broker."""
+    windows that overlap the broker's master-down window: that is BROKER_MASTER_DOWN (DESIGN.md
+    §5.3), not producers avoiding the broker."""
     windows = starved_broker_windows(intervals_df, rules)
     if master_down_df is not None:
         down = master_down_df.select("cluster", "broker_name", "down_from", "down_to")
