@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint chromium test-sail test-spark test-airflow venv clean bench dist
+.PHONY: demo test lint chromium test-sail test-spark test-spark-days test-airflow venv clean bench dist
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "python3.11 not found: install Python 3.11 or run 'make PY=/path/to/python3.11'"; exit 1; }
@@ -46,7 +46,12 @@ test-sail: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q -m "not spark_only"
 
 test-spark: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "not delta and not sail_only"
+	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "not delta and not sail_only and not heavy_day"
+
+# The scenario days of one scenario each on classic Spark (the mixed days run in test-spark);
+# never part of `make test`, for CI time. Sail runs them all in test-sail.
+test-spark-days: $(STAMP)
+	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "heavy_day and not delta and not sail_only"
 
 test-airflow: $(STAMP)  # the DAG-run tests start the project venv's CLI and Sail server
 	PY=$(PY) bash airflow/run_tests.sh

@@ -34,7 +34,10 @@ def stuck_key(r):
             r["severity"])
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS + ["real-cluster"])
+# one pipeline day per scenario: the classic pass of `make test` runs the mixed `real-cluster` day
+# (every scenario in one cluster) and leaves these to `make test-spark-days` (CI time)
+@pytest.mark.parametrize("scenario", [pytest.param(s, marks=pytest.mark.heavy_day) for s in SCENARIOS]
+                         + ["real-cluster"])
 def test_gold_tables_equal_the_truth(real_day, scenario):
     truth, layers = real_day(scenario)
     gold = layers["gold"]
@@ -65,6 +68,7 @@ def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
         assert loud == [], table
 
 
+@pytest.mark.heavy_day
 def test_logs_only_owners_come_from_the_latest_rebalance_sets(real_day):
     """Case 1: every snapshot after the clients started has a live owner from the logs."""
     _, layers = real_day("logs-only")
@@ -72,6 +76,7 @@ def test_logs_only_owners_come_from_the_latest_rebalance_sets(real_day):
     assert rows and all(r.owner_count == 1 for r in rows)
 
 
+@pytest.mark.heavy_day
 def test_offsets_and_connections_only_owners_come_from_client_ip(real_day):
     """Case 2."""
     _, layers = real_day("offsets-connections-only")
@@ -80,6 +85,7 @@ def test_offsets_and_connections_only_owners_come_from_client_ip(real_day):
                         if r.ts.minute > 50 or r.ts.hour > 9)
 
 
+@pytest.mark.heavy_day
 def test_na_from_an_aborted_progress_loop_removes_no_owner(real_day):
     """Case 3: every queue says N/A, every queue has its live owner."""
     _, layers = real_day("progress-na-loop")
@@ -88,6 +94,7 @@ def test_na_from_an_aborted_progress_loop_removes_no_owner(real_day):
     assert all(r.owner_count == 1 for r in rows)
 
 
+@pytest.mark.heavy_day
 def test_master_and_slave_channels_are_one_process(real_day):
     """Case 5."""
     _, layers = real_day("master-slave-channels")
@@ -96,6 +103,7 @@ def test_master_and_slave_channels_are_one_process(real_day):
     assert {len(r.broker_addrs) for r in members} == {4}
 
 
+@pytest.mark.heavy_day
 def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     """Case 6."""
     truth, layers = real_day("crash-restart")
@@ -104,6 +112,7 @@ def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     assert layers["gold"]["double_owned_queues"].collect() == []
 
 
+@pytest.mark.heavy_day
 def test_an_abandoned_group_is_one_info_note(real_day):
     """Case 7."""
     _, layers = real_day("abandoned-group")
@@ -138,6 +147,7 @@ def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
     assert health.status == "OK"
 
 
+@pytest.mark.heavy_day
 def test_partial_subscription_records_make_no_storm(real_day):
     """Case 9."""
     _, layers = real_day("partial-subscriptions")
