@@ -8,8 +8,8 @@ import pytest
 
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
-from tests.gold.conftest import DAY, expected, run_layers
-from tests.gold.test_orphaned_queues import double_key, found, orphan_key
+from tests.gold.conftest import DAY, run_layers
+from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth
 
 WINDOW = ("09:50", "10:20")
 NO_OWNERSHIP = {"GID_bcast_config", "GID_pop_orders"}
@@ -47,14 +47,7 @@ def test_every_kind_is_told_from_the_records(kinds_day):
 
 def test_gold_tables_equal_the_truth(kinds_day):
     truth, layers = kinds_day
-    gold = layers["gold"]
-    assert not truth["unexplained"]
-    assert found(gold["orphaned_queues"], orphan_key) == sorted(
-        orphan_key(r) for r in expected(truth, "expected_orphaned_queues"))
-    assert found(gold["double_owned_queues"], double_key) == sorted(
-        double_key(r) for r in expected(truth, "expected_double_owned_queues"))
-    assert sorted(stuck_key(r.asDict()) for r in gold["stuck_queues"].collect()) == sorted(
-        stuck_key(r) for r in expected(truth, "expected_stuck_queues"))
+    assert_queue_findings_equal_truth(layers["gold"], truth, stuck_key)
 
 
 def test_no_group_is_warn_or_critical_and_no_kind_gets_a_forbidden_finding(kinds_day):

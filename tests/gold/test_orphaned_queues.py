@@ -29,6 +29,20 @@ def found(df, key):
     return sorted(rows)
 
 
+def assert_queue_findings_equal_truth(gold, truth, stuck_key):
+    """gold.orphaned_queues, double_owned_queues and stuck_queues equal the scenario's truth
+    (``stuck_key``: the stuck columns compared), and the truth explains every episode."""
+    from tests.gold.conftest import expected
+
+    assert not truth["unexplained"]
+    assert found(gold["orphaned_queues"], orphan_key) == sorted(
+        orphan_key(r) for r in expected(truth, "expected_orphaned_queues"))
+    assert found(gold["double_owned_queues"], double_key) == sorted(
+        double_key(r) for r in expected(truth, "expected_double_owned_queues"))
+    assert sorted(stuck_key(r.asDict()) for r in gold["stuck_queues"].collect()) == sorted(
+        stuck_key(r) for r in expected(truth, "expected_stuck_queues"))
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_orphaned_queues_equal_the_truth(scenario_day, scenario):
     truth, layers = scenario_day(scenario)

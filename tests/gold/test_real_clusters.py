@@ -6,7 +6,7 @@ import pytest
 
 from jobs.simulate.run import simulate
 from tests.gold.conftest import expected, iso, run_layers
-from tests.gold.test_orphaned_queues import double_key, found, orphan_key
+from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth, double_key, found
 
 WINDOW = ("09:50", "10:20")
 SCENARIOS = ["logs-only", "offsets-connections-only", "progress-na-loop", "running-info-3min",
@@ -40,14 +40,7 @@ def stuck_key(r):
                          + ["real-cluster"])
 def test_gold_tables_equal_the_truth(real_day, scenario):
     truth, layers = real_day(scenario)
-    gold = layers["gold"]
-    assert not truth["unexplained"]
-    assert found(gold["orphaned_queues"], orphan_key) == sorted(
-        orphan_key(r) for r in expected(truth, "expected_orphaned_queues"))
-    assert found(gold["double_owned_queues"], double_key) == sorted(
-        double_key(r) for r in expected(truth, "expected_double_owned_queues"))
-    got_stuck = sorted(stuck_key(r.asDict()) for r in gold["stuck_queues"].collect())
-    assert got_stuck == sorted(stuck_key(r) for r in expected(truth, "expected_stuck_queues"))
+    assert_queue_findings_equal_truth(layers["gold"], truth, stuck_key)
 
 
 def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
