@@ -219,15 +219,16 @@ def staging_path(lake: str | Path, run_id: str, name: str) -> str:
 
 
 def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
-          name: str) -> DataFrame:
-    """Write ``df`` once as Parquet under the run's staging folder and read it back.
+          name: str, append: bool = False) -> DataFrame:
+    """Write ``df`` once as Parquet under the run's staging folder and read it back
+    (``append``: add to what is staged under ``name``, e.g. the next batch of groups).
 
     Parsed landing lines feed three outputs (records, quarantine, counts); staging them parses
     each line once, and keeps the plans small: Sail otherwise plans the parse expressions again
     inside every expression that uses their results, which makes every query slow to plan.
     """
     path = staging_path(lake, run_id, name)
-    df.write.mode("overwrite").parquet(path)
+    df.write.mode("append" if append else "overwrite").parquet(path)
     # the schema is given: an empty frame leaves no Parquet file to infer it from on Sail
     return spark.read.schema(df.schema).parquet(path)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,7 +109,14 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
 
 
 def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
-    """Every silver table's frame from the day's bronze records."""
+    """Every silver table's frame from the day's bronze records (``group_silver_frames`` and
+    ``cluster_silver_frames``)."""
+    return {**group_silver_frames(bronze, settings), **cluster_silver_frames(bronze)}
+
+
+def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+    """The silver tables whose rows depend on their own consumer group's records only: each can
+    be computed from one batch of whole groups (``in_group_batch``)."""
     process_queues = build_process_queues(bronze["running_info"])
     # a host whose log clock is whole hours off running info gives no ownership claims
     # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
@@ -125,10 +133,31 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
         "queue_ownership": build_queue_ownership(
             bronze["running_info"], ownership_logs, bronze["connections"],
             settings.detection.persist_interval_seconds),
-        # when each broker group's master was gone, from offsets and client logs (§5.3)
-        "master_down_windows": build_master_down_windows(bronze["offsets"],
-                                                         bronze["client_log_events"]),
     }
+
+
+def cluster_silver_frames(bronze: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """The silver tables that read every group's records: when each broker group's master was
+    gone, from offsets and client logs of all groups (§5.3)."""
+    return {"master_down_windows": build_master_down_windows(bronze["offsets"],
+                                                             bronze["client_log_events"])}
+
+
+def in_group_batch(batch: int, batches: int) -> Callable[[DataFrame], DataFrame]:
+    """A filter keeping batch ``batch`` of ``batches`` of whole consumer groups (a hash of
+    ``group``; rows without a group fall in one batch). A frame without a ``group`` column is
+    cluster-wide and passes whole. Why: the per-queue windows of a large day outgrow memory when
+    computed at once (benchmarks/RESULTS.md, issue #19); per group they are independent."""
+    def keep(df: DataFrame) -> DataFrame:
+        if batches == 1 or "group" not in df.columns:
+            return df
+        return df.where(F.pmod(F.hash(F.col("group")), F.lit(batches)) == batch)
+    return keep
+
+
+def group_batches(offsets_rows: int, batch_rows: int) -> int:
+    """How many batches of groups keep each near ``batch_rows`` offsets rows (at least one)."""
+    return max(1, -(-offsets_rows // batch_rows))
 
 
 def member_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
@@ -341,9 +370,34 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                 write(only_day(staged[name], run_date), layer, name, began)
             return staged
 
-        silver = write_layer("silver", silver_frames(stored, settings))
-        silver.update(write_layer("silver", member_frames(silver, settings)))
-        silver.update(write_layer("silver", derived_silver_frames(silver, settings)))
+        # per-group tables batch by batch of whole groups: a large day's windows stay in memory
+        batches = group_batches(stored["offsets"].count(), settings.engine.group_batch_rows)
+
+        def write_batched(frames_of: Callable[[Callable[[DataFrame], DataFrame]],
+                                              dict[str, DataFrame]]) -> dict[str, DataFrame]:
+            staged: dict[str, DataFrame] = {}
+            spent: dict[str, float] = {}
+            for batch in range(batches):
+                for name, df in frames_of(in_group_batch(batch, batches)).items():
+                    began = time.monotonic()
+                    progress(f"computing silver.{name}", stage="silver", table=f"silver.{name}",
+                             batch=batch + 1, batches=batches)
+                    staged[name] = lake.stage(spark, df, lake_dir, run_id, f"silver.{name}",
+                                              append=batch > 0)
+                    spent[name] = spent.get(name, 0.0) + time.monotonic() - began
+            for name, df in staged.items():
+                write(only_day(df, run_date), "silver", name, time.monotonic() - spent[name])
+            return staged
+
+        def batched(frames: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]
+                    ) -> dict[str, DataFrame]:
+            return {name: keep(df) for name, df in frames.items()}
+
+        silver = write_batched(lambda keep: group_silver_frames(batched(stored, keep), settings))
+        silver.update(write_layer("silver", cluster_silver_frames(stored)))
+        silver.update(write_batched(lambda keep: member_frames(batched(silver, keep), settings)))
+        silver.update(write_batched(
+            lambda keep: derived_silver_frames(batched(silver, keep), settings)))
         silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
         gold = write_layer("gold", gold_frames(
             silver_day, stored, settings,
