@@ -16,7 +16,8 @@ parser assumes no layout. A line is read in three steps:
    ``[thread] LEVEL logger - msg`` (with a date) and ``{thread} LEVEL logger-line - msg``;
    ``pipe`` — ``ts|LEVEL |traceId=…|thread|logger:line|msg``; ``cpp`` — the C++ client's
    ``[ts] [level] [thread@N] - msg``; ``other`` — a dated line whose header is none of these.
-   A logger printed with its line number (``%c-%L``, ``%c:%L``) is stored without it.
+   A logger printed with its line number (``%c-%L``, ``%c:%L``, or the 3.x client's log4j
+   ``%c{1}(%L)``, ``RocketmqClient(680)``) is stored without it.
 3. **Template** by its literal opening text anywhere in the rest, right after a header separator
    (`` - `` or ``|``, or at the very start): the message is the text from there on. A template
    therefore needs no layout at all, and ``broker rebalanced result changed.`` or
@@ -138,7 +139,8 @@ _LAYOUTS = (
 # pattern with %c/%logger prints a dotted class name. Thread names have neither shape.
 _LOGGER_NAME = r"^(?:Rocketmq[A-Za-z]*|[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+)$"
 _INNER_LOGGER = r"^Rocketmq[A-Za-z]*$"
-_LINE_SUFFIX = r"[-:][0-9]+$"
+# %c-%L, %c:%L ("RocketmqClient-95") and %c{1}(%L) ("RocketmqClient(680)", the 3.x log4j pattern)
+_LINE_SUFFIX = r"(?:[-:][0-9]+|\([0-9]+\))$"
 _CPP_LOCATION = r" \[[^\[\]]*:[0-9]+ \([^()]*\)\]$"
 # A template's opening must follow one of these: the rest's start, " - " or "|".
 _MESSAGE_START = r"(?s)(?:^ *| - |\|)"
@@ -420,7 +422,7 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
             ).otherwise(fields)
         f = F.col("_fields")
         name, token1, token2 = f[0], F.trim(f[3]), F.trim(f[4])
-        # a logger printed as %c-%L or %c:%L ("RocketmqClient-95") is stored without the line
+        # a logger printed with its line (_LINE_SUFFIX) is stored without it
         logger1, logger2 = (F.regexp_replace(token1, _LINE_SUFFIX, ""),
                             F.regexp_replace(token2, _LINE_SUFFIX, ""))
         token1_is_logger = logger1.rlike(_LOGGER_NAME)
@@ -442,6 +444,8 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
         date = F.when(F.length(head[0]) == 8, F.concat(F.lit("20"), head[0])).otherwise(head[0])
         wall = F.try_to_timestamp(F.concat(date, F.lit(" "), head[1]), F.lit("yyyy-MM-dd HH:mm:ss"))
         fraction, seconds = head[3], F.substring(head[1], 7, 2)
+        # token1 as printed: the inner logger writes no line number, so "RocketmqClient(680)"
+        # (the 3.x log4j pattern, real ,SSS milliseconds) is never taken for it
         seconds_again = F.when(
             (name == "4.9") & (head[2] == ",") & (fraction == F.concat(F.lit("0"), seconds)),
             token1.rlike(_INNER_LOGGER)).otherwise(F.lit(False))

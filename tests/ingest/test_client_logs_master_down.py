@@ -2,8 +2,10 @@
 
 Lines are constructed from the client source's format strings and toString methods (4.9.8 and
 5.3.3 ``MessageExt``, ``BrokerData``, ``TopicRouteData``; facts §10), with made-up values: no
-public thread holds a verbatim one with a dropped master (tests/data/real/README.md). Expected
-``ts`` values are computed by hand from the GMT+8 wall clock.
+public thread holds a verbatim send-back or pull-exception line, nor a 4.x/5.x route line that
+drops a master. A real 3.x route line that does is in tests/data/real/ (README.md there; read in
+test_client_logs_real.py and tests/rules/test_master_down_real.py). Expected ``ts`` values are
+computed by hand from the GMT+8 wall clock.
 """
 
 from __future__ import annotations

@@ -347,3 +347,45 @@ def test_thread_in_braces_and_logger_with_its_line_number(spark):
         other(8, (18, 30, 27, 189), netty, client),
         other(9, (18, 30, 47, 185), "ConsumeMessageThread_broadcast-test-consumer_8", callback),
     ))
+
+
+ROUTE_DROP = ["ts", "event", "level", "thread", "logger", "log_layout", "group", "client_id",
+              "topic", "queues", "offset", "route_brokers", "parse_error"]
+
+
+def test_3x_log4j_logger_with_its_line_and_a_route_change_that_drops_the_master(spark):
+    # The 3.x client's log4j_rocketmq_client.xml, %d{yyy-MM-dd HH:mm:ss,SSS} %p %c{1}(%L) - %m%n:
+    # the logger is kept without "(680)". Line 1: %RETRY%adjpush's new route keeps broker-1 with
+    # its slave 1=10.55.180.115:10911 only (the old one had 0=10.43.49.232:10911 too).
+    lines = read_lines("alibaba_3x_route_drops_master.log")
+
+    def row(n, hms_millis, level, event=None, **values):
+        h, m, sec, millis = hms_millis
+        rest = [values.get(name) for name in ROUTE_DROP[6:]]
+        return (n, utc(2016, 3, 6, h, m, sec, millis * 1000), event, level, None,
+                "RocketmqClient", "4.9", *rest)
+
+    actual = parse(spark, lines, ROUTE_DROP)
+
+    assert_frames(actual, expected(
+        spark, ROUTE_DROP,
+        row(1, (18, 41, 1, 438), "INFO", "ROUTE_CHANGED", topic="%RETRY%adjpush",
+            route_brokers=[("broker-1", None)]),
+        row(2, (18, 41, 1, 438), "INFO"),  # updateTopicPublishInfo: no template
+        row(3, (18, 41, 2, 362), "WARN"),  # the pull request offset illegal: no template
+        row(4, (18, 41, 11, 425), "INFO", "PERSIST_OFFSET", group="adjpush",
+            client_id="121.43.59.215@1148", topic="adjpush",
+            queues=[("adjpush", "broker-1", 2)], offset=87),
+    ))
+
+
+def test_3x_log4j_comma_digits_equal_to_the_seconds_stay_milliseconds(spark):
+    # Only the time changed (,438 → ,001 at second 01): a logger printed with its line is no
+    # 4.x inner logger, whose ",sss" repeats the seconds; log4j's ,SSS are milliseconds.
+    line = read_lines("alibaba_3x_route_drops_master.log")[0].replace("18:41:01,438",
+                                                                      "18:41:01,001")
+
+    actual = parse(spark, [line], ["ts", "logger"])
+
+    assert_frames(actual, expected(spark, ["ts", "logger"],
+                                   (1, utc(2016, 3, 6, 18, 41, 1, 1000), "RocketmqClient")))
