@@ -26,7 +26,7 @@ from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
 from jobs.gold.incidents import build_incidents
 from jobs.gold.orphaned_queues import OrphanRules, explain_orphan_episodes, orphaned_snapshots_of_day
 from jobs.gold.producer_findings import build_producer_findings, orderly_groups, producer_rules
-from jobs.gold.queue_load import build_queue_load
+from jobs.gold.queue_load import build_queue_load, queue_intervals
 from jobs.gold.rebalance_events import RebalanceRules, build_rebalance_events
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
@@ -116,7 +116,7 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
 
 def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
     """The silver tables whose rows depend on their own consumer group's records only: each can
-    be computed from one batch of whole groups (``in_group_batch``)."""
+    be computed from one batch of whole groups (``in_batch``)."""
     process_queues = build_process_queues(bronze["running_info"])
     # a host whose log clock is whole hours off running info gives no ownership claims
     # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
@@ -143,21 +143,43 @@ def cluster_silver_frames(bronze: dict[str, DataFrame]) -> dict[str, DataFrame]:
                                                              bronze["client_log_events"])}
 
 
-def in_group_batch(batch: int, batches: int) -> Callable[[DataFrame], DataFrame]:
-    """A filter keeping batch ``batch`` of ``batches`` of whole consumer groups (a hash of
-    ``group``; rows without a group fall in one batch). A frame without a ``group`` column is
-    cluster-wide and passes whole. Why: the per-queue windows of a large day outgrow memory when
-    computed at once (benchmarks/RESULTS.md, issue #19); per group they are independent."""
+def key_batches(rows_per_key: dict[str | None, int], batch_rows: int) -> list[list[str]]:
+    """Keys (groups or topics) packed into batches of about ``batch_rows`` rows each, largest key
+    first into the first batch with room (first-fit decreasing); a key larger than a batch gets a
+    batch of its own. One batch when everything fits. The last batch also takes every key not
+    listed (``in_batch``), so a key seen only in another source is never left out."""
+    batches: list[list[str]] = []
+    room: list[int] = []
+    for key, rows in sorted(((k, r) for k, r in rows_per_key.items() if k is not None),
+                            key=lambda kr: (-kr[1], kr[0])):
+        fit = next((i for i, left in enumerate(room) if rows <= left), None)
+        if fit is None:
+            batches.append([])
+            room.append(batch_rows)
+            fit = len(batches) - 1
+        batches[fit].append(key)
+        room[fit] -= rows
+    return batches or [[]]
+
+
+def in_batch(column: str, batch: int, batches: list[list[str]]) -> Callable[[DataFrame], DataFrame]:
+    """A filter keeping the rows of batch ``batch`` (``key_batches``) by ``column``; the last
+    batch keeps every key of no other batch, nulls included. A frame without ``column`` is not
+    split (it is read whole by every batch). Why: the per-queue windows of a large day outgrow
+    memory when computed at once (benchmarks/RESULTS.md, issue #19); per group (or per topic,
+    for the producer tables) they are independent."""
     def keep(df: DataFrame) -> DataFrame:
-        if batches == 1 or "group" not in df.columns:
+        if len(batches) == 1 or column not in df.columns:
             return df
-        return df.where(F.pmod(F.hash(F.col("group")), F.lit(batches)) == batch)
+        if batch < len(batches) - 1:
+            return df.where(F.col(column).isin(batches[batch]))
+        others = [key for earlier in batches[:-1] for key in earlier]
+        return df.where(F.coalesce(~F.col(column).isin(others), F.lit(True)))
     return keep
 
 
-def group_batches(offsets_rows: int, batch_rows: int) -> int:
-    """How many batches of groups keep each near ``batch_rows`` offsets rows (at least one)."""
-    return max(1, -(-offsets_rows // batch_rows))
+def rows_per_key(df: DataFrame, column: str) -> dict[str | None, int]:
+    return {r[column]: r["count"] for r in df.groupBy(column).count().collect()}
 
 
 def member_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
@@ -196,12 +218,36 @@ def stuck_rules(settings: Settings) -> StuckRules:
                       d.pull_threshold_for_queue, d.pull_threshold_size_for_queue_mib)
 
 
+def producer_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+    """gold.queue_load and gold.producer_findings: per topic, from the broker offsets already in
+    silver (no new pass over the landing, DESIGN.md §5.2), so they can be computed one batch of
+    whole topics at a time."""
+    intervals = queue_intervals(silver["queue_offsets"])
+    master_down = silver["master_down_windows"]
+    return {
+        "queue_load": build_queue_load(silver["queue_offsets"], intervals),
+        # a broker without its master is BROKER_MASTER_DOWN, not starved (DESIGN.md §5.2); its
+        # window is also a publish-list loss for ORDER_AT_RISK (orderly groups from running info)
+        "producer_findings": build_producer_findings(
+            silver["queue_offsets"], producer_rules(settings),
+            master_down_df=master_down.select("cluster", "broker_name", "down_from",
+                                              F.col("down_until").alias("down_to")),
+            orderly_groups_df=orderly_groups(silver["client_config"]), intervals_df=intervals),
+    }
+
+
 def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
-                settings: Settings, stage: lake.Stage = lake.no_staging) -> dict[str, DataFrame]:
+                settings: Settings, stage: lake.Stage = lake.no_staging,
+                producer: dict[str, DataFrame] | None = None) -> dict[str, DataFrame]:
     """Every gold table's frame from the day's silver tables (and bronze log events).
 
     ``stage(df, name)`` stores an intermediate that several parts of one table read (the run
-    stages it as Parquet; the default leaves the plan as it is)."""
+    stages it as Parquet; the default leaves the plan as it is). ``producer``: the
+    ``producer_frames`` when stored already (the run computes them in batches of topics)."""
+    if producer is None:
+        producer = producer_frames(silver, settings)
+        # read by strategy_whatif and written as gold.queue_load
+        producer["queue_load"] = stage(producer["queue_load"], "gold.queue_load.rows")
     # read by both ownership detectors and the membership changes
     group_context = stage(build_group_context(silver["member_context"]), "gold.group_context")
     # abandoned groups get one note in group_health, no per-queue finding (DESIGN.md §5.1)
@@ -227,9 +273,6 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     orphaned_rows = stage(explain_orphan_episodes(
         orphaned, queue_state, silver["member_context"], group_context,
         bronze["client_log_events"], orphan_rules(settings)), "gold.orphaned_queues.rows")
-    # from the broker offsets already in silver: no new pass over the landing (DESIGN.md §5.2);
-    # read by strategy_whatif and written as gold.queue_load
-    queue_load = stage(build_queue_load(silver["queue_offsets"]), "gold.queue_load.rows")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
@@ -247,15 +290,8 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             models_df=models),
         "strategy_whatif": build_strategy_whatif(
             silver["queue_offsets"], silver["member_context"], models, stage,
-            queue_load),
-        "queue_load": queue_load,
-        # a broker without its master is BROKER_MASTER_DOWN, not starved (DESIGN.md §5.2); its
-        # window is also a publish-list loss for ORDER_AT_RISK (orderly groups from running info)
-        "producer_findings": build_producer_findings(
-            silver["queue_offsets"], producer_rules(settings),
-            master_down_df=master_down.select("cluster", "broker_name", "down_from",
-                                              F.col("down_until").alias("down_to")),
-            orderly_groups_df=orderly_groups(silver["client_config"])),
+            producer["queue_load"]),
+        **producer,
     }
     return gold
 
@@ -370,38 +406,49 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                 write(only_day(staged[name], run_date), layer, name, began)
             return staged
 
-        # per-group tables batch by batch of whole groups: a large day's windows stay in memory
-        batches = group_batches(stored["offsets"].count(), settings.engine.group_batch_rows)
+        # per-group tables (per-topic for the producer tables) batch by batch of whole groups
+        # (topics): a large day's per-queue windows stay within memory (in_batch)
+        batch_rows = settings.engine.group_batch_rows
+        group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
 
-        def write_batched(frames_of: Callable[[Callable[[DataFrame], DataFrame]],
+        def write_batched(layer: str, column: str, plan: list[list[str]],
+                          frames_of: Callable[[Callable[[DataFrame], DataFrame]],
                                               dict[str, DataFrame]]) -> dict[str, DataFrame]:
             staged: dict[str, DataFrame] = {}
             spent: dict[str, float] = {}
-            for batch in range(batches):
-                for name, df in frames_of(in_group_batch(batch, batches)).items():
+            for batch in range(len(plan)):
+                for name, df in frames_of(in_batch(column, batch, plan)).items():
                     began = time.monotonic()
-                    progress(f"computing silver.{name}", stage="silver", table=f"silver.{name}",
-                             batch=batch + 1, batches=batches)
-                    staged[name] = lake.stage(spark, df, lake_dir, run_id, f"silver.{name}",
+                    progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}",
+                             batch=batch + 1, batches=len(plan))
+                    staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}",
                                               append=batch > 0)
                     spent[name] = spent.get(name, 0.0) + time.monotonic() - began
             for name, df in staged.items():
-                write(only_day(df, run_date), "silver", name, time.monotonic() - spent[name])
+                write(only_day(df, run_date), layer, name, time.monotonic() - spent[name])
             return staged
 
         def batched(frames: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]
                     ) -> dict[str, DataFrame]:
             return {name: keep(df) for name, df in frames.items()}
 
-        silver = write_batched(lambda keep: group_silver_frames(batched(stored, keep), settings))
+        silver = write_batched("silver", "group", group_plan, lambda keep: group_silver_frames(
+            batched(stored, keep), settings))
         silver.update(write_layer("silver", cluster_silver_frames(stored)))
-        silver.update(write_batched(lambda keep: member_frames(batched(silver, keep), settings)))
-        silver.update(write_batched(
-            lambda keep: derived_silver_frames(batched(silver, keep), settings)))
+        silver.update(write_batched("silver", "group", group_plan, lambda keep: member_frames(
+            batched(silver, keep), settings)))
+        silver.update(write_batched("silver", "group", group_plan, lambda keep: derived_silver_frames(
+            batched(silver, keep), settings)))
         silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
-        gold = write_layer("gold", gold_frames(
+        # only the offsets are split by topic: the other inputs are per group or cluster-wide
+        topic_plan = key_batches(rows_per_key(silver_day["queue_offsets"], "topic"), batch_rows)
+        producer = write_batched("gold", "topic", topic_plan, lambda keep: producer_frames(
+            {**silver_day, "queue_offsets": keep(silver_day["queue_offsets"])}, settings))
+        gold = write_layer("gold", {name: df for name, df in gold_frames(
             silver_day, stored, settings,
-            lambda df, name: lake.stage(spark, df, lake_dir, run_id, name)))
+            lambda df, name: lake.stage(spark, df, lake_dir, run_id, name),
+            producer).items() if name not in producer})
+        gold.update(producer)
         gold_day = {k: only_day(v, run_date) for k, v in gold.items()}
         write_layer("gold", health_frames(gold, silver_day, settings,
                                           stored["client_log_events"]))

@@ -380,11 +380,13 @@ def build_order_at_risk(queue_offsets_df: DataFrame, orderly_groups_df: DataFram
 def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
                             master_down_df: DataFrame | None = None,
                             orderly_groups_df: DataFrame | None = None,
-                            publish_losses_df: DataFrame | None = None) -> DataFrame:
+                            publish_losses_df: DataFrame | None = None,
+                            intervals_df: DataFrame | None = None) -> DataFrame:
     """gold.producer_findings from silver.queue_offsets (module docstring); ``master_down_df``:
     see :func:`build_starved_brokers`. ORDER_AT_RISK needs ``orderly_groups_df`` and the
-    publish-list losses (``publish_losses_df`` and/or the master-down windows)."""
-    intervals = queue_intervals(queue_offsets_df)
+    publish-list losses (``publish_losses_df`` and/or the master-down windows).
+    ``intervals_df``: ``queue_intervals`` of the same offsets, when stored already."""
+    intervals = queue_intervals(queue_offsets_df) if intervals_df is None else intervals_df
     found = (build_hot_queues(intervals, queue_offsets_df, rules)
              .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
              .unionByName(build_queue_count_skew(intervals, queue_offsets_df)))

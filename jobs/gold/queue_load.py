@@ -37,11 +37,14 @@ def queue_intervals(queue_offsets_df: DataFrame) -> DataFrame:
             .select(*INTERVAL_COLUMNS))
 
 
-def build_queue_load(queue_offsets_df: DataFrame) -> DataFrame:
+def build_queue_load(queue_offsets_df: DataFrame, intervals_df: DataFrame | None = None
+                     ) -> DataFrame:
     """gold.queue_load: per topic queue and UTC hour (0–23, the hour an interval ends in), the
     messages in and ``share`` = that / the topic's messages in that hour (null when the topic got
-    none). Queues without any interval in an hour have no row for it."""
-    hourly = (queue_intervals(queue_offsets_df)
+    none). Queues without any interval in an hour have no row for it. ``intervals_df``:
+    ``queue_intervals`` of the same offsets, when computed already."""
+    intervals = queue_intervals(queue_offsets_df) if intervals_df is None else intervals_df
+    hourly = (intervals
               .groupBy("date", *TOPIC_QUEUE, F.hour("ts").alias("hour"))
               .agg(F.sum("messages_in").cast("long").alias("messages_in")))
     topic_hour = Window.partitionBy("date", "cluster", "topic", "hour")

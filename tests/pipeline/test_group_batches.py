@@ -1,7 +1,8 @@
-"""Batches of whole groups (``engine.group_batch_rows``, issue #19): the per-group silver tables
-computed batch by batch give the same lake as one pass. The sample day (every fault and consumer
-kind, several groups) run again with a batch size that cuts it into several batches; every
-silver and gold table must hold the same rows as the one-batch lake of ``sample_lake``."""
+"""Batches of whole groups and topics (``engine.group_batch_rows``, issue #19): the per-group silver
+tables and the per-topic producer tables computed batch by batch give the same lake as one pass.
+The sample day (every fault and consumer kind, several groups and topics) run again with a batch
+size that cuts it into several batches; every silver and gold table must hold the same rows as
+the one-batch lake of ``sample_lake``."""
 
 from __future__ import annotations
 
@@ -12,13 +13,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs import lake
-from jobs.pipeline import group_batches, in_group_batch
+from jobs.pipeline import in_batch, key_batches, rows_per_key
 from tests.conftest import SAMPLE_DAY, run_cli
 
 DAY = dt.date.fromisoformat(SAMPLE_DAY)
-
-pytestmark = pytest.mark.delta
-
 RUN_METADATA = {"_run_id", "_ingested_at", "run_id"}
 
 
@@ -31,9 +29,9 @@ def _rows(spark, lake_dir, layer, name) -> list[str]:
 @pytest.fixture(scope="module")
 def batched_lake(spark, sample_lake, tmp_path_factory):
     root = tmp_path_factory.mktemp("batched")
-    offsets = lake.read_day(spark, sample_lake, "bronze", "offsets", DAY).count()
-    batch_rows = offsets // 3 + 1
-    assert group_batches(offsets, batch_rows) == 3
+    offsets = lake.read_day(spark, sample_lake, "bronze", "offsets", DAY)
+    batch_rows = offsets.count() // 3 + 1
+    assert len(key_batches(rows_per_key(offsets, "group"), batch_rows)) >= 3
     conf = root / "batches.toml"
     conf.write_text(f"[engine]\ngroup_batch_rows = {batch_rows}\n")
     proc = run_cli("run", "--date", SAMPLE_DAY, "--landing", str(sample_lake.parent / "landing"),
@@ -42,13 +40,18 @@ def batched_lake(spark, sample_lake, tmp_path_factory):
     return root / "lake", events
 
 
-def test_the_sample_day_is_computed_in_three_batches(batched_lake):
+@pytest.mark.delta
+def test_the_sample_day_is_computed_in_several_batches(batched_lake):
     _, events = batched_lake
-    batches = {(e.get("table"), e.get("batch")) for e in events if e.get("batches")}
-    assert {b for t, b in batches if t == "silver.queue_state"} == {1, 2, 3}
-    assert {e["batches"] for e in events if e.get("batches")} == {3}
+    batches = {e["table"]: e["batches"] for e in events if e.get("batches")}
+    assert batches["silver.queue_state"] >= 3
+    assert batches["gold.producer_findings"] >= 2
+    seen = {(e["table"], e["batch"]) for e in events if e.get("batches")}
+    assert {b for t, b in seen if t == "silver.queue_state"} == set(
+        range(1, batches["silver.queue_state"] + 1))
 
 
+@pytest.mark.delta
 @pytest.mark.parametrize("layer", ["silver", "gold"])
 def test_batched_tables_equal_the_one_pass_tables(spark, sample_lake, batched_lake, layer):
     lake_dir, _ = batched_lake
@@ -59,13 +62,20 @@ def test_batched_tables_equal_the_one_pass_tables(spark, sample_lake, batched_la
     assert differing == []
 
 
-def test_a_batch_holds_whole_groups_and_the_batches_hold_every_row(spark):
-    rows = [(g, q) for g in ("g-a", "g-b", "g-c", "g-d", None) for q in range(3)]
+def test_key_batches_pack_the_largest_keys_first_and_give_a_large_key_its_own_batch():
+    rows = {"big": 900, "a": 400, "b": 300, "c": 300, "d": 200, None: 50}
+    assert key_batches(rows, 600) == [["big"], ["a", "d"], ["b", "c"]]
+    assert key_batches(rows, 10_000) == [["big", "a", "b", "c", "d"]]
+    assert key_batches({}, 10) == [[]]
+
+
+def test_the_batches_hold_every_row_once_and_whole_groups(spark):
+    rows = [(g, q) for g in ("g-a", "g-b", "g-c", "g-d", "only-in-logs", None) for q in range(3)]
     df = spark.createDataFrame(rows, "group string, queue_id int")
-    parts = [in_group_batch(b, 3)(df).collect() for b in range(3)]
+    plan = [["g-a"], ["g-b", "g-c"], ["g-d"]]  # "only-in-logs" and null: in no list
+    parts = [in_batch("group", b, plan)(df).collect() for b in range(len(plan))]
     assert sorted(map(tuple, sum(parts, [])), key=str) == sorted(rows, key=str)
-    groups_per_batch = [{r["group"] for r in part} for part in parts]
-    assert all(not (a & b) for i, a in enumerate(groups_per_batch)
-               for b in groups_per_batch[i + 1:])
+    groups = [{r["group"] for r in part} for part in parts]
+    assert groups == [{"g-a"}, {"g-b", "g-c"}, {"g-d", "only-in-logs", None}]
     cluster_wide = spark.createDataFrame([("broker-a",)], "broker_name string")
-    assert in_group_batch(1, 3)(cluster_wide).count() == 1
+    assert in_batch("group", 1, plan)(cluster_wide).count() == 1
