@@ -418,6 +418,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             spent: dict[str, float] = {}
             for batch in range(len(plan)):
                 for name, df in frames_of(in_batch(column, batch, plan)).items():
+                    if len(plan) > 1 and column not in df.columns:  # its batches would repeat it
+                        raise ValueError(f"{layer}.{name} has no {column}: not computed in batches")
                     began = time.monotonic()
                     progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}",
                              batch=batch + 1, batches=len(plan))
@@ -444,16 +446,24 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         topic_plan = key_batches(rows_per_key(silver_day["queue_offsets"], "topic"), batch_rows)
         producer = write_batched("gold", "topic", topic_plan, lambda keep: producer_frames(
             {**silver_day, "queue_offsets": keep(silver_day["queue_offsets"])}, settings))
-        gold = write_layer("gold", {name: df for name, df in gold_frames(
-            silver_day, stored, settings,
-            lambda df, name: lake.stage(spark, df, lake_dir, run_id, name),
-            producer).items() if name not in producer})
+
+        def stage_in_gold(df: DataFrame, name: str) -> DataFrame:
+            return lake.stage(spark, df, lake_dir, run_id, name)
+
+        # the rest of gold per batch of groups too; the producer tables are read whole by each
+        # batch, and each batch keeps only its own groups' health and incident rows
+        gold = write_batched("gold", "group", group_plan, lambda keep: {
+            name: df for name, df in gold_frames(
+                batched(silver_day, keep), batched(stored, keep), settings, stage_in_gold,
+                producer).items() if name not in producer})
         gold.update(producer)
         gold_day = {k: only_day(v, run_date) for k, v in gold.items()}
-        write_layer("gold", health_frames(gold, silver_day, settings,
-                                          stored["client_log_events"]))
-        write_layer("gold", incident_frames(
-            gold_day, previous_incidents(spark, lake_dir, run_date), settings, silver_day))
+        write_batched("gold", "group", group_plan, lambda keep: batched(health_frames(
+            batched(gold, keep), batched(silver_day, keep), settings,
+            keep(stored["client_log_events"])), keep))
+        previous = previous_incidents(spark, lake_dir, run_date)
+        write_batched("gold", "group", group_plan, lambda keep: batched(incident_frames(
+            batched(gold_day, keep), keep(previous), settings, batched(silver_day, keep)), keep))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

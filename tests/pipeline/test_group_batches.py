@@ -46,6 +46,7 @@ def test_the_sample_day_is_computed_in_several_batches(batched_lake):
     batches = {e["table"]: e["batches"] for e in events if e.get("batches")}
     assert batches["silver.queue_state"] >= 3
     assert batches["gold.producer_findings"] >= 2
+    assert batches["gold.group_health"] == batches["gold.incidents"] == batches["silver.queue_state"]
     seen = {(e["table"], e["batch"]) for e in events if e.get("batches")}
     assert {b for t, b in seen if t == "silver.queue_state"} == set(
         range(1, batches["silver.queue_state"] + 1))
