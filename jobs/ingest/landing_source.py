@@ -19,7 +19,8 @@ byte-order mark is dropped from a line (Spark's text reader dropped it at the st
 Sail's kept it).
 
 Options: ``rows`` (``lines``, or the name of a JSON source), ``files`` (JSON list of
-``[rel_path, path, folder_date]``), ``split_bytes``, ``run_day``. For ``lines`` the rows are the
+``[rel_path, path, folder_date]``), ``split_bytes``, ``max_partitions`` (ranges are packed into
+larger partitions when a scan would have more; default ``MAX_PARTITIONS``), ``run_day``. For ``lines`` the rows are the
 numbered lines (``LINES_SCHEMA``; client logs are parsed by Spark, ``jobs.ingest.client_logs``);
 for a JSON source they are its parsed records with their check (``classified_schema``).
 """
@@ -68,6 +69,10 @@ from schemas.landing import JSON_SOURCES, JsonSource
 
 FORMAT = "rocketlens_landing"
 SPLIT_BYTES = 64 << 20
+# A scan's partitions are packed into about this many: Sail starts every partition of a scan at
+# once, each thread holding up to 16 batches, so memory grows with their number (the bench M
+# running-info file, 4.8 GB in 75 partitions of 64 MB, peaked at 3.2 GiB; issue #19).
+MAX_PARTITIONS = 16
 
 LINES_SCHEMA = StructType([
     StructField("_source_file", StringType(), False),
@@ -423,6 +428,7 @@ class LandingReader(DataSourceReader):
         self.rows = options["rows"]
         self.files = [tuple(f) for f in json.loads(options["files"])]
         self.split_bytes = int(options.get("split_bytes", SPLIT_BYTES))
+        self.max_partitions = int(options.get("max_partitions", MAX_PARTITIONS))
         self.run_day = int(options.get("run_day", 0))
 
     def partitions(self) -> list[RangeGroup]:
@@ -431,7 +437,10 @@ class LandingReader(DataSourceReader):
         ranges = plan_ranges([f for f in self.files if f not in native], self.split_bytes)
         ranges += plan_ranges(native, 1 << 62)
         # a source without lines still needs one (empty) partition on both engines
-        return pack_ranges(ranges, self.split_bytes) or [RangeGroup(())]
+        # at most about max_partitions partitions: Sail runs them all at once (pack_ranges)
+        total = sum(_range_bytes(part) for part in ranges)
+        pack_bytes = max(self.split_bytes, -(-total // self.max_partitions))
+        return pack_ranges(ranges, pack_bytes) or [RangeGroup(())]
 
     def read(self, partition: RangeGroup) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         for part in partition.ranges:

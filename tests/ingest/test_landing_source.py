@@ -14,6 +14,7 @@ from jobs.ingest.json_records import classify_json_lines
 from jobs.ingest.landing_files import list_landing_files
 from jobs.ingest.landing_source import (
     LINES,
+    LandingReader,
     pack_ranges,
     plan_ranges,
     range_chunks,
@@ -78,6 +79,19 @@ def test_small_files_share_a_partition_and_a_large_range_has_its_own(tmp_path):
     assert [[r.rel_path for r in g.ranges] for g in groups] == [
         ["a", "b"], ["c"], ["d"], ["d"], ["e"]]
     assert [r.first_line for r in groups[2].ranges + groups[3].ranges] == [1, 52]
+
+
+def test_a_scan_is_packed_into_at_most_about_max_partitions_and_keeps_every_range(tmp_path):
+    """Sail runs every partition of a scan at once: their number bounds a read's memory."""
+    files = [[name, str(write(tmp_path / name, b"xy\n" * 3000)), "2025-11-21"]
+             for name in ("a", "b", "c")]
+    options = {"rows": LINES, "files": json.dumps(files), "split_bytes": "1000"}
+    ranges = plan_ranges([tuple(f) for f in files], 1000)
+    assert len(ranges) == 27
+    capped = LandingReader({**options, "max_partitions": "4"}).partitions()
+    assert 1 < len(capped) <= 2 * 4
+    assert [r for g in capped for r in g.ranges] == ranges
+    assert len(LandingReader({**options, "max_partitions": "100"}).partitions()) == 27
 
 
 def test_a_gzip_file_inflates_in_bounded_chunks(tmp_path, monkeypatch):
