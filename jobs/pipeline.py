@@ -397,15 +397,6 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                                            run_date, lookback)
                   for name in BRONZE_RECORD_TABLES}
 
-        def write_layer(layer: str, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
-            staged = {}
-            for name, df in frames.items():
-                began = time.monotonic()
-                progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}")
-                staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}")
-                write(only_day(staged[name], run_date), layer, name, began)
-            return staged
-
         # per-group tables (per-topic for the producer tables) batch by batch of whole groups
         # (topics): a large day's per-queue windows stay within memory (in_batch)
         batch_rows = settings.engine.group_batch_rows
@@ -421,8 +412,9 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                     if len(plan) > 1 and column not in df.columns:  # its batches would repeat it
                         raise ValueError(f"{layer}.{name} has no {column}: not computed in batches")
                     began = time.monotonic()
+                    numbered = {"batch": batch + 1, "batches": len(plan)} if len(plan) > 1 else {}
                     progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}",
-                             batch=batch + 1, batches=len(plan))
+                             **numbered)
                     staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}",
                                               append=batch > 0)
                     spent[name] = spent.get(name, 0.0) + time.monotonic() - began
@@ -436,7 +428,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
 
         silver = write_batched("silver", "group", group_plan, lambda keep: group_silver_frames(
             batched(stored, keep), settings))
-        silver.update(write_layer("silver", cluster_silver_frames(stored)))
+        silver.update(write_batched("silver", "group", [[]],  # one batch: every group
+                                    lambda _keep: cluster_silver_frames(stored)))
         silver.update(write_batched("silver", "group", group_plan, lambda keep: member_frames(
             batched(silver, keep), settings)))
         silver.update(write_batched("silver", "group", group_plan, lambda keep: derived_silver_frames(
