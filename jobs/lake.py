@@ -219,18 +219,62 @@ def staging_path(lake: str | Path, run_id: str, name: str) -> str:
 
 
 def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
-          name: str, append: bool = False) -> DataFrame:
-    """Write ``df`` once as Parquet under the run's staging folder and read it back
-    (``append``: add to what is staged under ``name``, e.g. the next batch of groups).
+          name: str) -> DataFrame:
+    """Write ``df`` once as Parquet under the run's staging folder and read it back.
 
     Parsed landing lines feed three outputs (records, quarantine, counts); staging them parses
     each line once, and keeps the plans small: Sail otherwise plans the parse expressions again
     inside every expression that uses their results, which makes every query slow to plan.
     """
     path = staging_path(lake, run_id, name)
-    df.write.mode("append" if append else "overwrite").parquet(path)
+    df.write.mode("overwrite").parquet(path)
     # the schema is given: an empty frame leaves no Parquet file to infer it from on Sail
     return spark.read.schema(df.schema).parquet(path)
+
+
+BATCH_COLUMN = "_batch"
+
+
+def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str, name: str,
+                  batches: int) -> list[DataFrame]:
+    """Write ``df`` once as Parquet partitioned by its ``_batch`` column (0 … ``batches`` - 1)
+    and read each batch back by itself, without that column. Why: each batch of groups then
+    scans its own files; filtering the whole day again per batch made the L day's ~56 batches
+    re-read all of its bronze each time (benchmarks/RESULTS.md, issue #19)."""
+    path = staging_path(lake, run_id, name)
+    df.write.mode("overwrite").partitionBy(BATCH_COLUMN).parquet(path)
+    schema = StructType([f for f in df.schema.fields if f.name != BATCH_COLUMN])
+    return [_read_parquet_dirs(spark, schema, [_batch_dir(path, b)]) for b in range(batches)]
+
+
+def stage_batch(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str, name: str,
+                batch: int) -> DataFrame:
+    """Stage one batch's rows of ``name`` (``stage``) beside its other batches, as
+    ``stage_batches`` lays them out; ``read_staged_batches`` reads them all."""
+    path = _batch_dir(staging_path(lake, run_id, name), batch)
+    df.write.mode("overwrite").parquet(path)
+    return spark.read.schema(df.schema).parquet(path)
+
+
+def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Path, run_id: str,
+                        name: str) -> DataFrame:
+    """Every staged batch of ``name`` (``stage_batch``) as one frame."""
+    root = Path(staging_path(lake, run_id, name))
+    dirs = sorted(root.glob(f"{BATCH_COLUMN}=*"), key=lambda d: int(d.name.partition("=")[2]))
+    return _read_parquet_dirs(spark, schema, [str(d) for d in dirs])
+
+
+def _batch_dir(path: str, batch: int) -> str:
+    return str(Path(path) / f"{BATCH_COLUMN}={batch}")
+
+
+def _read_parquet_dirs(spark: SparkSession, schema: StructType, dirs: list[str]) -> DataFrame:
+    """The Parquet folders given, each read as its own root (no partition column is inferred);
+    a batch with no rows has no folder when written partitioned, hence the empty frame."""
+    present = [d for d in dirs if Path(d).is_dir()]
+    if not present:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*present)
 
 
 @contextmanager

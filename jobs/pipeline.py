@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from jobs import lake
 from jobs.gold.double_owned_queues import build_double_owned_queues
@@ -176,6 +177,50 @@ def in_batch(column: str, batch: int, batches: list[list[str]]) -> Callable[[Dat
         others = [key for earlier in batches[:-1] for key in earlier]
         return df.where(F.coalesce(~F.col(column).isin(others), F.lit(True)))
     return keep
+
+
+def with_batch(df: DataFrame, column: str, batches: list[list[str]]) -> DataFrame:
+    """``df`` with ``_batch``: the index of the batch (``key_batches``) holding its ``column``
+    key; a key of no batch, or a null, gets the last batch, as ``in_batch`` keeps it. So a day
+    is split into its batches in one pass (``lake.stage_batches``)."""
+    key = "_batch_key"
+    schema = StructType([StructField(key, StringType()), StructField(lake.BATCH_COLUMN, IntegerType())])
+    keys = df.sparkSession.createDataFrame(
+        [(k, b) for b, batch in enumerate(batches) for k in batch], schema)
+    joined = df.join(F.broadcast(keys), df[column] == keys[key], "left")
+    return joined.select(*[df[c] for c in df.columns],
+                         F.coalesce(keys[lake.BATCH_COLUMN], F.lit(len(batches) - 1))
+                         .alias(lake.BATCH_COLUMN))
+
+
+@dataclass(frozen=True)
+class BatchedFrames:
+    """A run's frames with the batches of ``column`` they are computed in (``key_batches``).
+    ``parts[name][b]`` holds batch ``b`` of a frame staged once per batch; any other frame is
+    filtered per batch (``in_batch``), which is cheap for small or cluster-wide frames."""
+    column: str
+    plan: list[list[str]]
+    whole: dict[str, DataFrame]
+    parts: dict[str, list[DataFrame]] = field(default_factory=dict)
+
+    def batch(self, b: int) -> dict[str, DataFrame]:
+        keep = in_batch(self.column, b, self.plan)
+        return {name: self.parts[name][b] if name in self.parts else keep(df)
+                for name, df in self.whole.items()}
+
+    def map(self, fn: Callable[[DataFrame], DataFrame]) -> BatchedFrames:
+        return BatchedFrames(self.column, self.plan, {n: fn(df) for n, df in self.whole.items()},
+                             {n: [fn(df) for df in dfs] for n, dfs in self.parts.items()})
+
+    def with_whole(self, frames: dict[str, DataFrame]) -> BatchedFrames:
+        """These frames added, not split (``batch`` filters them)."""
+        return BatchedFrames(self.column, self.plan, {**self.whole, **frames}, self.parts)
+
+    def __or__(self, other: BatchedFrames) -> BatchedFrames:
+        if (other.column, other.plan) != (self.column, self.plan):
+            raise ValueError("frames of different batches cannot be merged")
+        return BatchedFrames(self.column, self.plan, {**self.whole, **other.whole},
+                             {**self.parts, **other.parts})
 
 
 def rows_per_key(df: DataFrame, column: str) -> dict[str | None, int]:
@@ -398,65 +443,80 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                   for name in BRONZE_RECORD_TABLES}
 
         # per-group tables (per-topic for the producer tables) batch by batch of whole groups
-        # (topics): a large day's per-queue windows stay within memory (in_batch)
+        # (topics): a large day's per-queue windows stay within memory. Each input is split
+        # into its batches once (lake.stage_batches), so a batch reads only its own rows.
         batch_rows = settings.engine.group_batch_rows
-        group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
+
+        def split(frames: dict[str, DataFrame], column: str,
+                  plan: list[list[str]]) -> BatchedFrames:
+            parts = {} if len(plan) == 1 else {
+                name: lake.stage_batches(spark, with_batch(df, column, plan), lake_dir, run_id,
+                                         f"split.{column}.{name}", len(plan))
+                for name, df in frames.items() if column in df.columns}
+            return BatchedFrames(column, plan, frames, parts)
 
         def write_batched(layer: str, column: str, plan: list[list[str]],
-                          frames_of: Callable[[Callable[[DataFrame], DataFrame]],
-                                              dict[str, DataFrame]]) -> dict[str, DataFrame]:
-            staged: dict[str, DataFrame] = {}
+                          frames_of: Callable[[int], dict[str, DataFrame]]) -> BatchedFrames:
+            parts: dict[str, list[DataFrame]] = {}
+            schemas: dict[str, StructType] = {}
             spent: dict[str, float] = {}
             for batch in range(len(plan)):
-                for name, df in frames_of(in_batch(column, batch, plan)).items():
+                for name, df in frames_of(batch).items():
                     if len(plan) > 1 and column not in df.columns:  # its batches would repeat it
                         raise ValueError(f"{layer}.{name} has no {column}: not computed in batches")
                     began = time.monotonic()
                     numbered = {"batch": batch + 1, "batches": len(plan)} if len(plan) > 1 else {}
                     progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}",
                              **numbered)
-                    staged[name] = lake.stage(spark, df, lake_dir, run_id, f"{layer}.{name}",
-                                              append=batch > 0)
+                    parts.setdefault(name, []).append(lake.stage_batch(
+                        spark, df, lake_dir, run_id, f"{layer}.{name}", batch))
+                    schemas[name] = df.schema
                     spent[name] = spent.get(name, 0.0) + time.monotonic() - began
-            for name, df in staged.items():
+            whole = {name: lake.read_staged_batches(spark, schemas[name], lake_dir, run_id,
+                                                    f"{layer}.{name}") for name in parts}
+            for name, df in whole.items():
                 write(only_day(df, run_date), layer, name, time.monotonic() - spent[name])
-            return staged
+            return BatchedFrames(column, plan, whole, parts if len(plan) > 1 else {})
 
         def batched(frames: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]
                     ) -> dict[str, DataFrame]:
             return {name: keep(df) for name, df in frames.items()}
 
-        silver = write_batched("silver", "group", group_plan, lambda keep: group_silver_frames(
-            batched(stored, keep), settings))
-        silver.update(write_batched("silver", "group", [[]],  # one batch: every group
-                                    lambda _keep: cluster_silver_frames(stored)))
-        silver.update(write_batched("silver", "group", group_plan, lambda keep: member_frames(
-            batched(silver, keep), settings)))
-        silver.update(write_batched("silver", "group", group_plan, lambda keep: derived_silver_frames(
-            batched(silver, keep), settings)))
-        silver_day = {k: only_day(v, run_date) for k, v in silver.items()}
+        group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
+        inputs = split(stored, "group", group_plan)
+        silver = write_batched("silver", "group", group_plan, lambda b: group_silver_frames(
+            inputs.batch(b), settings))
+        silver = silver.with_whole(write_batched(  # one batch: every group
+            "silver", "group", [[]], lambda _b: cluster_silver_frames(stored)).whole)
+        silver |= write_batched("silver", "group", group_plan, lambda b: member_frames(
+            silver.batch(b), settings))
+        silver |= write_batched("silver", "group", group_plan, lambda b: derived_silver_frames(
+            silver.batch(b), settings))
+        silver_day = silver.map(lambda df: only_day(df, run_date))
         # only the offsets are split by topic: the other inputs are per group or cluster-wide
-        topic_plan = key_batches(rows_per_key(silver_day["queue_offsets"], "topic"), batch_rows)
-        producer = write_batched("gold", "topic", topic_plan, lambda keep: producer_frames(
-            {**silver_day, "queue_offsets": keep(silver_day["queue_offsets"])}, settings))
+        topic_plan = key_batches(rows_per_key(silver_day.whole["queue_offsets"], "topic"),
+                                 batch_rows)
+        by_topic = split({"queue_offsets": silver_day.whole["queue_offsets"]}, "topic", topic_plan)
+        producer = write_batched("gold", "topic", topic_plan, lambda b: producer_frames(
+            {**silver_day.whole, **by_topic.batch(b)}, settings)).whole
 
         def stage_in_gold(df: DataFrame, name: str) -> DataFrame:
             return lake.stage(spark, df, lake_dir, run_id, name)
 
         # the rest of gold per batch of groups too; the producer tables are read whole by each
         # batch, and each batch keeps only its own groups' health and incident rows
-        gold = write_batched("gold", "group", group_plan, lambda keep: {
+        gold = write_batched("gold", "group", group_plan, lambda b: {
             name: df for name, df in gold_frames(
-                batched(silver_day, keep), batched(stored, keep), settings, stage_in_gold,
-                producer).items() if name not in producer})
-        gold.update(producer)
-        gold_day = {k: only_day(v, run_date) for k, v in gold.items()}
-        write_batched("gold", "group", group_plan, lambda keep: batched(health_frames(
-            batched(gold, keep), batched(silver_day, keep), settings,
-            keep(stored["client_log_events"])), keep))
+                silver_day.batch(b), inputs.batch(b), settings, stage_in_gold,
+                producer).items() if name not in producer}).with_whole(producer)
+        gold_day = gold.map(lambda df: only_day(df, run_date))
+        write_batched("gold", "group", group_plan, lambda b: batched(health_frames(
+            gold.batch(b), silver_day.batch(b), settings,
+            inputs.batch(b)["client_log_events"]), in_batch("group", b, group_plan)))
         previous = previous_incidents(spark, lake_dir, run_date)
-        write_batched("gold", "group", group_plan, lambda keep: batched(incident_frames(
-            batched(gold_day, keep), keep(previous), settings, batched(silver_day, keep)), keep))
+        write_batched("gold", "group", group_plan, lambda b: batched(incident_frames(
+            gold_day.batch(b), in_batch("group", b, group_plan)(previous), settings,
+            silver_day.batch(b)), in_batch("group", b, group_plan)))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs import lake
-from jobs.pipeline import in_batch, key_batches, rows_per_key
+from jobs.pipeline import BatchedFrames, in_batch, key_batches, rows_per_key, with_batch
 from tests.conftest import SAMPLE_DAY, run_cli
 
 DAY = dt.date.fromisoformat(SAMPLE_DAY)
@@ -80,3 +80,40 @@ def test_the_batches_hold_every_row_once_and_whole_groups(spark):
     assert groups == [{"g-a"}, {"g-b", "g-c"}, {"g-d", "only-in-logs", None}]
     cluster_wide = spark.createDataFrame([("broker-a",)], "broker_name string")
     assert in_batch("group", 1, plan)(cluster_wide).count() == 1
+
+
+def test_with_batch_numbers_each_row_as_in_batch_keeps_it(spark):
+    rows = [(g, q) for g in ("g-a", "g-b", "g-c", "g-d", "only-in-logs", None) for q in range(3)]
+    df = spark.createDataFrame(rows, "group string, queue_id int")
+    plan = [["g-a"], ["g-b", "g-c"], ["g-d"]]
+    numbered = with_batch(df, "group", plan)
+    assert numbered.columns == ["group", "queue_id", lake.BATCH_COLUMN]
+    got = sorted(((r["group"], r["queue_id"], r[lake.BATCH_COLUMN]) for r in numbered.collect()),
+                 key=str)
+    kept = sorted(((r["group"], r["queue_id"], b) for b in range(len(plan))
+                   for r in in_batch("group", b, plan)(df).collect()), key=str)
+    assert got == kept
+
+
+def test_a_day_split_once_reads_each_batch_back_alone(spark, tmp_path):
+    rows = [(g, q) for g in ("g-a", "g-b", "g-c", None) for q in range(2)]
+    df = spark.createDataFrame(rows, "group string, queue_id int")
+    plan = [["g-a"], ["g-b"], ["g-x"], ["g-c"]]  # g-x has no rows: its batch is empty
+    parts = lake.stage_batches(spark, with_batch(df, "group", plan), tmp_path, "run", "t",
+                               len(plan))
+    assert [p.columns for p in parts] == [df.columns] * len(plan)
+    assert [sorted(map(tuple, p.collect()), key=str) for p in parts] == [
+        [("g-a", 0), ("g-a", 1)], [("g-b", 0), ("g-b", 1)], [],
+        sorted([("g-c", 0), ("g-c", 1), (None, 0), (None, 1)], key=str)]
+    frames = BatchedFrames("group", plan, {"t": df}, {"t": parts})
+    assert frames.batch(1)["t"].count() == 2
+
+
+def test_batches_staged_one_by_one_read_back_whole(spark, tmp_path):
+    schema = "group string, queue_id int"
+    for b, rows in enumerate([[("g-a", 1)], [], [("g-b", 2), ("g-b", 3)]]):
+        lake.stage_batch(spark, spark.createDataFrame(rows, schema), tmp_path, "run", "t", b)
+    whole = lake.read_staged_batches(spark, spark.createDataFrame([], schema).schema, tmp_path,
+                                     "run", "t")
+    assert sorted(map(tuple, whole.collect())) == [("g-a", 1), ("g-b", 2), ("g-b", 3)]
+    assert whole.columns == ["group", "queue_id"]
