@@ -55,6 +55,7 @@ from jobs.ingest.file_integrity import (
     CHUNK_BYTES,
     CONTROL_CHARS,
     decoded_blocks,
+    has_control_bytes,
     is_gzip,
     read_chunks,
 )
@@ -257,7 +258,8 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
     # first value is a bare ``null``, and other values are no records anyway
     if not joined.startswith("{") or joined.count("\n{") != len(texts) - 1:
         return None
-    if _CONTROL.search(joined) or ("\\u" in joined and _SURROGATE_ESCAPE.search(joined)):
+    data = joined.encode()
+    if has_control_bytes(data) or ("\\u" in joined and _SURROGATE_ESCAPE.search(joined)):
         return None
     source = reader.source
     maps = {f.name for f in source.schema.fields if isinstance(f.dataType, MapType)}
@@ -266,7 +268,7 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
     parse_fields += [arrow_schema.field(n) for n in reader.names if n != "ts" and n not in maps]
     try:
         table = pa_json.read_json(
-            io.BytesIO(joined.encode()),
+            io.BytesIO(data),
             read_options=pa_json.ReadOptions(use_threads=False, block_size=len(joined) + 1024),
             parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(parse_fields),
                                                unexpected_field_behavior="infer"))

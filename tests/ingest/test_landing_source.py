@@ -4,11 +4,12 @@ and the JSON rules it keeps where the engines' own readers disagreed."""
 import datetime as dt
 import gzip
 import json
+import re
 
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.ingest.file_integrity import decoded_blocks, read_chunks
+from jobs.ingest.file_integrity import CONTROL_CHARS, decoded_blocks, has_control_bytes, read_chunks
 from jobs.ingest.json_lines import NOT_OBJECT, RecordReader, record_ts_micros
 from jobs.ingest.json_records import classify_json_lines
 from jobs.ingest.landing_files import list_landing_files
@@ -194,3 +195,13 @@ def test_record_timestamps(text, expected):
     """Each case as both engines' ``try_to_timestamp`` read it before (the probe is in the
     issue #19 report)."""
     assert record_ts_micros(text) == expected
+
+
+def test_the_control_byte_check_finds_what_the_control_pattern_finds():
+    pattern = re.compile(CONTROL_CHARS)
+    for code in range(0x80):
+        char = chr(code)
+        assert has_control_bytes(f'{{"a":"x{char}y"}}'.encode()) == bool(pattern.search(char)), code
+    # multi-byte UTF-8 (CJK, emoji, U+0080-U+009F) holds no byte below 0x80: not a control byte
+    assert not has_control_bytes("消费者组 \U0001F600 \u0085 \t\r\x1b[31m".encode())
+    assert has_control_bytes("消费者组\x00".encode())
