@@ -233,6 +233,12 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
 
 
 BATCH_COLUMN = "_batch"
+# Row groups of a day split by batch (``stage_batches``): a partitioned write keeps one open file
+# per batch, each holding its row group until full (Sail: 1 M rows by default), so the whole day
+# was in memory at once — 8.3 GiB splitting the L day's running info into 59 batches, 2.5 GiB
+# with 2,048-row groups. ``maxRowGroupSize`` is Sail's option; Spark's writer ignores it (its
+# partitioned write sorts by batch and keeps one file open).
+SPLIT_ROW_GROUP_ROWS = 2048
 
 
 def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str, name: str,
@@ -242,7 +248,8 @@ def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: 
     scans its own files; filtering the whole day again per batch made the L day's ~56 batches
     re-read all of its bronze each time (benchmarks/RESULTS.md, issue #19)."""
     path = staging_path(lake, run_id, name)
-    df.write.mode("overwrite").partitionBy(BATCH_COLUMN).parquet(path)
+    (df.write.mode("overwrite").option("maxRowGroupSize", SPLIT_ROW_GROUP_ROWS)
+     .partitionBy(BATCH_COLUMN).parquet(path))
     schema = StructType([f for f in df.schema.fields if f.name != BATCH_COLUMN])
     return [_read_parquet_dirs(spark, schema, [_batch_dir(path, b)]) for b in range(batches)]
 
