@@ -260,7 +260,7 @@ def stage_batch(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: st
     ``stage_batches`` lays them out; ``read_staged_batches`` reads them all."""
     path = _batch_dir(staging_path(lake, run_id, name), batch)
     df.write.mode("overwrite").parquet(path)
-    return spark.read.schema(df.schema).parquet(path)
+    return _read_parquet_dirs(spark, df.schema, [path])
 
 
 def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Path, run_id: str,
@@ -277,7 +277,8 @@ def _batch_dir(path: str, batch: int) -> str:
 
 def _read_parquet_dirs(spark: SparkSession, schema: StructType, dirs: list[str]) -> DataFrame:
     """The Parquet folders given, each read as its own root (no partition column is inferred);
-    a batch with no rows has no folder when written partitioned, hence the empty frame."""
+    a batch with no rows may have no folder (a partitioned write makes none; Sail writes none for
+    an empty frame), hence the empty frame."""
     present = [d for d in dirs if Path(d).is_dir()]
     if not present:
         return spark.createDataFrame([], schema)
