@@ -229,7 +229,7 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
     path = staging_path(lake, run_id, name)
     df.write.mode("overwrite").parquet(path)
     # the schema is given: an empty frame leaves no Parquet file to infer it from on Sail
-    return spark.read.schema(df.schema).parquet(path)
+    return _read_parquet_dirs(spark, df.schema, [path])
 
 
 BATCH_COLUMN = "_batch"
@@ -251,16 +251,15 @@ def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: 
     (df.write.mode("overwrite").option("maxRowGroupSize", SPLIT_ROW_GROUP_ROWS)
      .partitionBy(BATCH_COLUMN).parquet(path))
     schema = StructType([f for f in df.schema.fields if f.name != BATCH_COLUMN])
-    return [_read_parquet_dirs(spark, schema, [_batch_dir(path, b)]) for b in range(batches)]
+    return [_read_parquet_dirs(spark, schema, [f"{path}/{BATCH_COLUMN}={b}"])
+            for b in range(batches)]
 
 
 def stage_batch(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str, name: str,
                 batch: int) -> DataFrame:
     """Stage one batch's rows of ``name`` (``stage``) beside its other batches, as
     ``stage_batches`` lays them out; ``read_staged_batches`` reads them all."""
-    path = _batch_dir(staging_path(lake, run_id, name), batch)
-    df.write.mode("overwrite").parquet(path)
-    return _read_parquet_dirs(spark, df.schema, [path])
+    return stage(spark, df, lake, run_id, f"{name}/{BATCH_COLUMN}={batch}")
 
 
 def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Path, run_id: str,
@@ -271,14 +270,10 @@ def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Pat
     return _read_parquet_dirs(spark, schema, [str(d) for d in dirs])
 
 
-def _batch_dir(path: str, batch: int) -> str:
-    return str(Path(path) / f"{BATCH_COLUMN}={batch}")
-
-
 def _read_parquet_dirs(spark: SparkSession, schema: StructType, dirs: list[str]) -> DataFrame:
     """The Parquet folders given, each read as its own root (no partition column is inferred);
-    a batch with no rows may have no folder (a partitioned write makes none; Sail writes none for
-    an empty frame), hence the empty frame."""
+    one with no rows may have no folder (a partitioned write makes none for an empty batch; Sail
+    writes none for an empty frame), hence the empty frame."""
     present = [d for d in dirs if Path(d).is_dir()]
     if not present:
         return spark.createDataFrame([], schema)

@@ -29,8 +29,8 @@ _BOM = b"\xef\xbb\xbf"
 # ``rlike`` on both engines.
 CONTROL_CHARS = r"[\x00-\x08\x0B\x0C\x0E-\x1A\x1C-\x1F]"
 _CONTROL_BYTES = re.compile(CONTROL_CHARS.encode())
-# the same characters as bytes, for ``has_control_bytes``
-_CONTROL_BYTE_SET = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+# the same characters as bytes, for ``has_control_bytes`` (derived, so the two cannot drift)
+_CONTROL_BYTE_SET = bytes(b for b in range(0x80) if _CONTROL_BYTES.match(bytes([b])))
 
 BINARY_DATA = "binary_data: control characters in the line"
 INVALID_UTF8 = "invalid_utf8"
