@@ -89,25 +89,32 @@ def read_chunks(path: Path, broken: list[str]) -> Iterator[bytes]:
             broken.append(TRUNCATED_GZIP)
 
 
-def line_blocks(chunks: Iterator[bytes]) -> Iterator[list[bytes]]:
-    """Lists of complete lines without terminators, one per chunk read: lines are split at
-    ``\\n``, ``\\r\\n`` and lone ``\\r``, across chunks; a block ends at its last ``\\n`` (a
-    ``\\r`` at a chunk's end may be half a CRLF) and the rest waits for the next chunk."""
+def raw_blocks(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Blocks of whole lines, one per chunk read: a block ends just after its last ``\\n`` (a
+    ``\\r`` at a chunk's end may be half a CRLF) and the rest waits for the next chunk; the last
+    block may end without a terminator."""
     carry = b""
     for chunk in chunks:
         buffer = carry + chunk if carry else chunk
         cut = buffer.rfind(b"\n") + 1
         carry = buffer[cut:]
         if cut:
-            yield buffer[:cut].splitlines()
+            yield buffer[:cut]
     if carry:
-        yield carry.splitlines()
+        yield carry
+
+
+def count_lines(block: bytes) -> int:
+    """Lines in a ``raw_blocks`` block, split at ``\\n``, ``\\r\\n`` and lone ``\\r``."""
+    if b"\r" in block:
+        return len(block.splitlines())
+    return block.count(b"\n") + (not block.endswith(b"\n"))
 
 
 def split_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """Lines without terminators, split at ``\\n``, ``\\r\\n`` and lone ``\\r`` across chunks."""
-    for block in line_blocks(chunks):
-        yield from block
+    for block in raw_blocks(chunks):
+        yield from block.splitlines()
 
 
 def decode_line(raw: bytes) -> tuple[str, str | None]:
@@ -137,28 +144,41 @@ def decode_block(raw: list[bytes]) -> tuple[list[str], list[str | None]]:
     return texts, defects
 
 
-def decoded_blocks(chunks: Iterator[bytes], broken: list[str], first_line: int = 1,
-                   ) -> Iterator[tuple[int, list[str], list[str | None]]]:
-    """``(first line number, texts, defects)`` per block of ``chunks``' lines.
+def numbered_blocks(chunks: Iterator[bytes], broken: list[str], first_line: int = 1,
+                    ) -> Iterator[tuple[int, bytes, str | None]]:
+    """``(first line number, block, defect of its last line)`` per ``raw_blocks`` block.
 
     ``broken`` is filled by ``read_chunks`` when the gzip stream breaks: the line read last then
     carries the gzip defect (it may be cut mid-record); a gzip broken before its first line is
-    one empty line with the defect, so that the file shows in quarantine rather than only in a
-    log."""
+    one empty line (an empty block) with the defect, so that the file shows in quarantine rather
+    than only in a log."""
     line_no = first_line
-    held: tuple[int, list[str], list[str | None]] | None = None
-    for raw in line_blocks(chunks):
-        texts, defects = decode_block(raw)
+    held: tuple[int, bytes, str | None] | None = None
+    for block in raw_blocks(chunks):
         if held is not None:
             yield held
-        held = (line_no, texts, defects)
-        line_no += len(texts)
+        held = (line_no, block, None)
+        line_no += count_lines(block)
     if broken:
-        if held is None:
-            held = (line_no, [""], [None])
-        held[2][-1] = broken[0]
+        held = (line_no, b"", broken[0]) if held is None else (held[0], held[1], broken[0])
     if held is not None:
         yield held
+
+
+def decoded_blocks(chunks: Iterator[bytes], broken: list[str], first_line: int = 1,
+                   ) -> Iterator[tuple[int, list[str], list[str | None]]]:
+    """``(first line number, texts, defects)`` per block of ``chunks``' lines
+    (``numbered_blocks``, each block's lines decoded by ``decode_block``)."""
+    for first, block, defect in numbered_blocks(chunks, broken, first_line):
+        yield (first, *decode_lines(block, defect))
+
+
+def decode_lines(block: bytes, last_defect: str | None) -> tuple[list[str], list[str | None]]:
+    """Texts and defects of a ``numbered_blocks`` block, its last line given ``last_defect``."""
+    texts, defects = decode_block(block.splitlines() or [b""])
+    if last_defect is not None:
+        defects[-1] = last_defect
+    return texts, defects
 
 
 def decoded_lines(path: Path) -> Iterator[tuple[int, str, str | None]]:

@@ -50,10 +50,10 @@ def classify_json_lines(lines_df: DataFrame, source: JsonSource, run_date: dt.da
     def classify(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         reader = RecordReader(source)
         for batch in batches:
-            columns = batch.to_pydict()
-            yield classify_lines(reader, arrow_schema, run_day, columns["_source_file"],
-                                 columns["_folder_date"], columns["_line_no"],
-                                 columns["line"], columns["_defect"])
+            head = [batch.column(name) for name in ("_source_file", "_folder_date", "_line_no")]
+            yield classify_lines(reader, arrow_schema, run_day, head,
+                                 batch.column("line").to_pylist(),
+                                 batch.column("_defect").to_pylist())
 
     lines = lines_df.select("_source_file", "_folder_date", "_line_no", "line", "_defect")
     return with_status(lines.mapInArrow(classify, schema), source, run_date)

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
@@ -54,9 +55,10 @@ from jobs.ingest.file_integrity import (
     BINARY_DATA,
     CHUNK_BYTES,
     CONTROL_CHARS,
-    decoded_blocks,
+    decode_lines,
     has_control_bytes,
     is_gzip,
+    numbered_blocks,
     read_chunks,
 )
 from jobs.ingest.json_lines import (
@@ -214,23 +216,94 @@ def range_chunks(part: FileRange, broken: list[str]) -> Iterator[bytes]:
 
 # --- batches --------------------------------------------------------------------------------------
 
-def lines_batch(part: FileRange, first: int, texts: list[str],
-                defects: list[str | None]) -> pa.RecordBatch:
-    n = len(texts)
+_BOM = b"\xef\xbb\xbf"
+_TS_IS_TEXT = re.compile(rb'"ts"\s*:\s*"')
+# UTF-16 surrogate escapes: orjson refuses a lone one, so such a block is read line by line
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
+_MAX_EPOCH_MILLIS = 10**15 - 1
+_TEXT_TYPES = (pa.string(), pa.int64(), pa.bool_())
+# ISO-8601 values that Arrow's string -> timestamp cast reads as ``record_ts_micros`` does (a
+# valid calendar day is left to the cast, which fails on one it does not know): date, time with
+# seconds and up to 6 fraction digits, ``Z`` or an offset of at most 18 hours.
+_PLAIN_ISO = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[T ]"
+              r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+              r"(Z|[+-](0[0-9]|1[0-8])(:?[0-5][0-9])?)$")
+
+
+def arrow_copy(values: np.ndarray) -> pa.Array:
+    """A 1-d NumPy array of numbers copied into memory of Arrow's own. ``pa.array`` of such an
+    array wraps the NumPy memory instead, and a batch holding it must not reach Sail: Sail
+    releases batches on its own threads, the release takes the GIL, and the scan deadlocked
+    (client logs at S, issue #19)."""
+    buffer = pa.allocate_buffer(values.nbytes)
+    np.frombuffer(buffer, values.dtype)[:] = values
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, buffer])
+
+
+def file_head(rel_path: str, folder: dt.date, first: int, n: int) -> list[pa.Array]:
+    """``_source_file``, ``_folder_date`` and ``_line_no`` of ``n`` lines of one file from line
+    ``first``."""
+    return [pa.array([rel_path] * n, pa.string()),
+            pa.repeat(pa.scalar(folder, pa.date32()), n),
+            arrow_copy(np.arange(first, first + n, dtype=np.int64))]
+
+
+def block_lines(body: bytes) -> pa.Array:
+    """The lines of ``body`` (valid UTF-8, lines separated by ``\\n`` alone) as a string array."""
+    return pa.array(body.split(b"\n"), pa.string())
+
+
+def lines_batch(head: list[pa.Array], texts: pa.Array | list[str],
+                defects: pa.Array | list[str | None]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
-        [pa.array([part.rel_path] * n, pa.string()),
-         pa.array([dt.date.fromisoformat(part.folder_date)] * n, pa.date32()),
-         pa.array(range(first, first + n), pa.int64()),
-         pa.array(texts, pa.string()),
-         pa.array(defects, pa.string())],
+        [*head, pa.array(texts, pa.string()), pa.array(defects, pa.string())],
         schema=to_arrow_schema(LINES_SCHEMA))
 
 
-_TS_IS_TEXT = re.compile(r'"ts"\s*:\s*"')
-# UTF-16 surrogate escapes: orjson refuses a lone one, so such a block is read line by line
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
-_MAX_EPOCH_MILLIS = 10**15 - 1
-_TEXT_TYPES = (pa.string(), pa.int64(), pa.bool_())
+def clean_body(block: bytes) -> bytes | None:
+    """``block`` without its last line end when its lines can be taken as they are: valid UTF-8,
+    split at ``\\n`` alone, no line starting with a byte-order mark; else None (the lines are then
+    decoded one by one, ``decode_lines``)."""
+    body = block[:-1] if block.endswith(b"\n") else block
+    if not body or b"\r" in body or body.startswith(_BOM) or b"\n" + _BOM in body:
+        return None
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return body
+
+
+def text_ts_micros(values: pa.Array) -> pa.Array:
+    """``record_ts_micros`` of every text ``ts``: one Arrow cast where every value has the plain
+    shape both read alike (``_PLAIN_ISO``), else value by value (the connections parse spent half
+    its time here, issue #19)."""
+    if values.null_count == 0 and pc.all(pc.match_substring_regex(values, _PLAIN_ISO)).as_py():
+        try:
+            return pc.cast(pc.cast(values, pa.timestamp("us", tz="UTC")), pa.int64())
+        except pa.ArrowInvalid:  # a day the calendar does not have
+            pass
+    return pa.array([record_ts_micros(v) for v in values.to_pylist()], pa.int64())
+
+
+def struct_as_map(column: pa.ChunkedArray, map_type: pa.MapType) -> pa.Array:
+    """A JSON object pyarrow read as a struct of string fields → the map of its present fields,
+    in the struct's field order; a null struct → a null map. Vectorised: running info's
+    ``properties`` row by row was a tenth of its parse (issue #19)."""
+    flat = column.combine_chunks()
+    names = pa.array([flat.type.field(i).name for i in range(flat.type.num_fields)], pa.string())
+    children = flat.flatten()  # a null struct's fields are null: no entries
+    n = len(flat)
+    present = (np.column_stack([np.asarray(c.is_valid()) for c in children]) if children
+               else np.zeros((n, 0), bool))
+    rows, fields = np.nonzero(present)  # row-major: each row's entries in field order
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(present.sum(axis=1), out=offsets[1:])
+    items = (pa.concat_arrays(children).take(pa.array(fields * n + rows)) if children
+             else pa.array([], pa.string()))
+    return pa.MapArray.from_arrays(arrow_copy(offsets), names.take(pa.array(fields)), items,
+                                   type=map_type, mask=pc.invert(flat.is_valid()))
 
 
 def _text_column(values: list, dtype: pa.DataType) -> list:
@@ -243,40 +316,39 @@ def _text_column(values: list, dtype: pa.DataType) -> list:
 
 
 def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int,
-                     texts: Sequence[str | None], defects: Sequence[str | None]) -> list[pa.Array] | None:
-    """The typed columns, ``_extra`` and ``line`` of a block whose every line is an acceptable
-    record, read at once by pyarrow's JSON reader; None when any line may need a reason, is
-    ambiguous to it or is read differently by it — the caller then reads the block line by line
-    (``RecordReader``), which decides. pyarrow fails on what the per-line reading would turn into
-    a ``wrong_type`` or text (a number in a string field, an int beyond 32 bits, a duplicate key,
-    trailing text), and a blank line or two objects on one line change its row count."""
-    lines = [t for t in texts if t is not None]
-    if not lines or len(lines) != len(texts) or any(d is not None for d in defects):
-        return None
-    joined = "\n".join(lines)
+                     body: bytes) -> list[pa.Array] | None:
+    """The typed columns, ``_extra`` and ``line`` of ``body`` (lines as ``clean_body`` gives
+    them) when every line is an acceptable record, read at once by pyarrow's JSON reader;
+    None when any line may need a reason, is ambiguous to it or is read differently by it — the
+    caller then reads the block line by line (``RecordReader``), which decides. pyarrow fails on
+    what the per-line reading would turn into a ``wrong_type`` or text (a number in a string
+    field, an int beyond 32 bits, a duplicate key, trailing text), and a blank line or two
+    objects on one line change its row count. Works on the bytes as read: decoding each line to
+    text and joining them again was a third of the parse (issue #19)."""
     # every line must start an object: pyarrow 26 crashes the process (SIGSEGV) on a block whose
     # first value is a bare ``null``, and other values are no records anyway
-    if not joined.startswith("{") or joined.count("\n{") != len(texts) - 1:
+    n = body.count(b"\n") + 1
+    if not body.startswith(b"{") or body.count(b"\n{") != n - 1:
         return None
-    data = joined.encode()
-    if has_control_bytes(data) or ("\\u" in joined and _SURROGATE_ESCAPE.search(joined)):
+    if has_control_bytes(body) or (b"\\u" in body and _SURROGATE_ESCAPE.search(body)):
         return None
     source = reader.source
     maps = {f.name for f in source.schema.fields if isinstance(f.dataType, MapType)}
-    ts_text = bool(_TS_IS_TEXT.search(lines[0]))
+    first_end = body.find(b"\n")
+    ts_text = bool(_TS_IS_TEXT.search(body if first_end < 0 else body[:first_end]))
     parse_fields = [pa.field("ts", pa.string() if ts_text else pa.int64())]
     parse_fields += [arrow_schema.field(n) for n in reader.names if n != "ts" and n not in maps]
     try:
         table = pa_json.read_json(
-            io.BytesIO(data),
-            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(joined) + 1024),
+            io.BytesIO(body),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(body) + 1024),
             parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(parse_fields),
                                                unexpected_field_behavior="infer"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if table.num_rows != len(texts):
+    if table.num_rows != n:
         return None
-    nulls_are_json = "null" in joined  # else a null in an inferred column is a missing key
+    nulls_are_json = b"null" in body  # else a null in an inferred column is a missing key
     for field in parse_fields[1:]:
         if table.schema.field(field.name).type != field.type:
             return None  # e.g. an unknown key inside mq_table elements
@@ -287,10 +359,9 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
     if ts.null_count:
         return None
     if ts_text:
-        micros = [record_ts_micros(v) for v in ts.to_pylist()]
-        if None in micros:
+        ts_micros = text_ts_micros(ts.combine_chunks())
+        if ts_micros.null_count:
             return None
-        ts_micros = pa.array(micros, pa.int64())
     else:
         bounds = pc.min_max(ts)
         if bounds["min"].as_py() < 0 or bounds["max"].as_py() > _MAX_EPOCH_MILLIS:
@@ -313,10 +384,11 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
         if column.type not in _TEXT_TYPES or (column.null_count and nulls_are_json):
             return None
         extra_values.append(_text_column(column.to_pylist(), column.type))
-    map_values: dict[str, list] = {}
+    map_values: dict[str, pa.Array] = {}
     for name in maps:
+        map_type = arrow_schema.field(name).type
         if name not in table.column_names:
-            map_values[name] = [None] * len(texts)
+            map_values[name] = pa.nulls(n, map_type)
             continue
         column = table.column(name)
         if not isinstance(column.type, pa.StructType) or any(
@@ -326,42 +398,49 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
         if nulls_are_json and any(flat.field(i).null_count > flat.null_count
                                   for i in range(column.type.num_fields)):
             return None  # a null value and a missing key look alike here
-        rows = column.to_pylist()
-        map_values[name] = [None if row is None else
-                            [(k, v) for k, v in row.items() if v is not None] for row in rows]
+        map_values[name] = struct_as_map(column, map_type)
     columns = []
     for name in reader.names:
         if name == "ts":
             columns.append(ts_micros)
         elif name in maps:
-            columns.append(pa.array(map_values[name], arrow_schema.field(name).type))
+            columns.append(map_values[name])
         else:
             columns.append(table.column(name).combine_chunks())
     if extra_names:
         extras = [[(k, v) for k, v in zip(extra_names, row) if v is not None]
                   for row in zip(*extra_values)]
     else:
-        extras = [[]] * len(texts)
+        extras = [[]] * n
     off_day = pc.not_equal(pc.divide(ts_micros, MICROS_PER_DAY), run_day)
-    line = pc.if_else(off_day, pa.array(texts, pa.string()), pa.nulls(len(texts), pa.string()))
+    nulls = pa.nulls(n, pa.string())
+    line = pc.if_else(off_day, block_lines(body), nulls) if pc.any(off_day).as_py() else nulls
     return [*columns, pa.array(extras, arrow_schema.field("_extra").type), line]
 
 
+def clean_batch(arrow_schema: pa.Schema, head: Sequence[pa.Array],
+                clean: list[pa.Array]) -> pa.RecordBatch:
+    """A ``classified_schema`` batch of lines that ``read_clean_block`` read (no check failed)."""
+    *fields, extra, line = clean
+    return pa.RecordBatch.from_arrays(
+        [*head, line, *fields, extra, pa.nulls(len(line), pa.string())], schema=arrow_schema)
+
+
 def classify_lines(reader: RecordReader, arrow_schema: pa.Schema, run_day: int,
-                   files: list[str], folders: list[dt.date], line_nos: list[int],
-                   texts: Sequence[str | None], defects: Sequence[str | None]) -> pa.RecordBatch:
-    """Lines of a JSON source → a ``classified_schema`` batch. ``line`` is kept only where the
-    record may be quarantined (a check failed, or its day is not ``run_day``, days since epoch):
-    an accepted line is not carried any further. A block of clean lines is read by pyarrow
-    (``read_clean_block``), any other line by line."""
+                   head: Sequence[pa.Array], texts: Sequence[str | None],
+                   defects: Sequence[str | None], clean_tried: bool = False) -> pa.RecordBatch:
+    """Lines of a JSON source (``head``: their file, folder day and number) → a
+    ``classified_schema`` batch. ``line`` is kept only where the record may be quarantined (a
+    check failed, or its day is not ``run_day``, days since epoch): an accepted line is not
+    carried any further. A block of clean lines is read by pyarrow (``read_clean_block``) unless
+    the caller already tried, any other line by line."""
     n = len(texts)
-    head = [pa.array(files, pa.string()), pa.array(folders, pa.date32()),
-            pa.array(line_nos, pa.int64())]
-    clean = read_clean_block(reader, arrow_schema, run_day, texts, defects)
-    if clean is not None:
-        *fields, extra, line = clean
-        return pa.RecordBatch.from_arrays(
-            [*head, line, *fields, extra, pa.nulls(n, pa.string())], schema=arrow_schema)
+    if not clean_tried and n and all(t is not None for t in texts) and all(
+            d is None for d in defects):
+        body = clean_body("\n".join(texts).encode())  # type: ignore[arg-type]
+        clean = None if body is None else read_clean_block(reader, arrow_schema, run_day, body)
+        if clean is not None and len(clean[0]) == n:  # else a text held a line end
+            return clean_batch(arrow_schema, head, clean)
     names = reader.names
     columns: dict[str, list] = {name: [] for name in names}
     types = [arrow_schema.field("_ts_micros" if n == "ts" else n).type for n in names]
@@ -450,22 +529,38 @@ class LandingReader(DataSourceReader):
 
     def read_range(self, partition: FileRange) -> Iterator[pa.RecordBatch]:
         broken: list[str] = []
-        blocks = decoded_blocks(range_chunks(partition, broken), broken, partition.first_line)
+        blocks = numbered_blocks(range_chunks(partition, broken), broken, partition.first_line)
+        folder = dt.date.fromisoformat(partition.folder_date)
         source = json_source(self.rows)
         if source is None:
-            for first, texts, defects in blocks:
-                yield lines_batch(partition, first, texts, defects)
+            for first, block, defect in blocks:
+                body = None if defect else clean_body(block)
+                if body is not None:
+                    lines = block_lines(body)
+                    yield lines_batch(file_head(partition.rel_path, folder, first, len(lines)),
+                                      lines, pa.nulls(len(lines), pa.string()))
+                else:
+                    texts, defects = decode_lines(block, defect)
+                    yield lines_batch(file_head(partition.rel_path, folder, first, len(texts)),
+                                      texts, defects)
             return
         reader = RecordReader(source)
         arrow_schema = to_arrow_schema(classified_schema(source))
-        folder = dt.date.fromisoformat(partition.folder_date)
         if is_native(self.rows, partition.rel_path):
             yield native_batch(reader, arrow_schema, self.run_day, partition, folder, blocks)
             return
-        for first, texts, defects in blocks:
-            n = len(texts)
-            yield classify_lines(reader, arrow_schema, self.run_day, [partition.rel_path] * n,
-                                 [folder] * n, list(range(first, first + n)), texts, defects)
+        for first, block, defect in blocks:
+            body = None if defect else clean_body(block)
+            if body is not None:
+                clean = read_clean_block(reader, arrow_schema, self.run_day, body)
+                if clean is not None:
+                    head = file_head(partition.rel_path, folder, first, len(clean[0]))
+                    yield clean_batch(arrow_schema, head, clean)
+                    continue
+            texts, defects = decode_lines(block, defect)
+            yield classify_lines(reader, arrow_schema, self.run_day,
+                                 file_head(partition.rel_path, folder, first, len(texts)),
+                                 texts, defects, clean_tried=body is not None)
 
 
 def native_batch(reader: RecordReader, arrow_schema: pa.Schema, run_day: int, part: FileRange,
@@ -474,13 +569,14 @@ def native_batch(reader: RecordReader, arrow_schema: pa.Schema, run_day: int, pa
     JSON lines are, a kept line being the file's raw text (``jobs.ingest.native_landing``)."""
     texts: list[str] = []
     defects: list[str | None] = []
-    for _, block_texts, block_defects in blocks:
+    for _, block, defect in blocks:
+        block_texts, block_defects = decode_lines(block, defect)
         texts += block_texts
         defects += block_defects
     checked, reasons, raws = native_lines(reader.source.name, part.rel_path, texts, defects)
     n = len(texts)
-    batch = classify_lines(reader, arrow_schema, run_day, [part.rel_path] * n, [folder] * n,
-                           list(range(1, n + 1)), checked, reasons)
+    batch = classify_lines(reader, arrow_schema, run_day, file_head(part.rel_path, folder, 1, n),
+                           checked, reasons)
     index = batch.schema.get_field_index("line")
     kept = batch.column(index)
     raw = pc.if_else(pc.is_null(kept), pa.nulls(n, pa.string()), pa.array(raws, pa.string()))
