@@ -167,8 +167,8 @@ def numbered_blocks(chunks: Iterator[bytes], broken: list[str], first_line: int 
 
 def decoded_blocks(chunks: Iterator[bytes], broken: list[str], first_line: int = 1,
                    ) -> Iterator[tuple[int, list[str], list[str | None]]]:
-    """``(first line number, texts, defects)`` per block of ``chunks``' lines
-    (``numbered_blocks``, each block's lines decoded by ``decode_block``)."""
+    """``(first line number, texts, defects)`` per ``numbered_blocks`` block, its lines decoded
+    one by one (``decode_lines``)."""
     for first, block, defect in numbered_blocks(chunks, broken, first_line):
         yield (first, *decode_lines(block, defect))
 
