@@ -4,9 +4,6 @@ record)."""
 
 import datetime as dt
 import itertools
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +24,7 @@ from jobs.ingest.landing_source import (
     text_ts_micros,
 )
 from schemas.landing import JSON_SOURCES
+from tests.conftest import run_cli
 
 D = dt.date(2025, 11, 21)
 RUN_DAY = (D - dt.date(1970, 1, 1)).days
@@ -36,9 +34,8 @@ RUN_DAY = (D - dt.date(1970, 1, 1)).days
 def landing(tmp_path_factory):
     """Two hours of the simulated sample day: every JSON source as the simulator writes it."""
     root = tmp_path_factory.mktemp("clean") / "landing"
-    subprocess.run([sys.executable, "-m", "jobs", "simulate", "--scenario", "sample", "--date",
-                    D.isoformat(), "--landing", str(root), "--window", "09:50-11:50"],
-                   check=True, capture_output=True, cwd=Path(__file__).parents[2])
+    run_cli("simulate", "--scenario", "sample", "--date", D.isoformat(), "--landing", str(root),
+            "--window", "09:50-11:50")
     return root
 
 
