@@ -263,11 +263,13 @@ def stuck_rules(settings: Settings) -> StuckRules:
                       d.pull_threshold_for_queue, d.pull_threshold_size_for_queue_mib)
 
 
-def producer_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+def producer_frames(silver: dict[str, DataFrame], settings: Settings,
+                    stage: lake.Stage = lake.no_staging) -> dict[str, DataFrame]:
     """gold.queue_load and gold.producer_findings: per topic, from the broker offsets already in
     silver (no new pass over the landing, DESIGN.md §5.2), so they can be computed one batch of
-    whole topics at a time."""
-    intervals = queue_intervals(silver["queue_offsets"])
+    whole topics at a time. ``stage(df, name)`` stores the queue intervals, which both tables
+    read four times, and the hot-queue windows."""
+    intervals = stage(queue_intervals(silver["queue_offsets"]), "gold.queue_intervals")
     master_down = silver["master_down_windows"]
     return {
         "queue_load": build_queue_load(silver["queue_offsets"], intervals),
@@ -277,7 +279,8 @@ def producer_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[st
             silver["queue_offsets"], producer_rules(settings),
             master_down_df=master_down.select("cluster", "broker_name", "down_from",
                                               F.col("down_until").alias("down_to")),
-            orderly_groups_df=orderly_groups(silver["client_config"]), intervals_df=intervals),
+            orderly_groups_df=orderly_groups(silver["client_config"]), intervals_df=intervals,
+            stage=stage),
     }
 
 
@@ -290,7 +293,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     stages it as Parquet; the default leaves the plan as it is). ``producer``: the
     ``producer_frames`` when stored already (the run computes them in batches of topics)."""
     if producer is None:
-        producer = producer_frames(silver, settings)
+        producer = producer_frames(silver, settings, stage)
         # read by strategy_whatif and written as gold.queue_load
         producer["queue_load"] = stage(producer["queue_load"], "gold.queue_load.rows")
     # read by both ownership detectors and the membership changes
@@ -498,7 +501,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                                  batch_rows)
         by_topic = split({"queue_offsets": silver_day.whole["queue_offsets"]}, "topic", topic_plan)
         producer = write_batched("gold", "topic", topic_plan, lambda b: producer_frames(
-            {**silver_day.whole, **by_topic.batch(b)}, settings)).whole
+            {**silver_day.whole, **by_topic.batch(b)}, settings,
+            lambda df, name: lake.stage_batch(spark, df, lake_dir, run_id, name, b))).whole
 
         def stage_in_gold(df: DataFrame, name: str) -> DataFrame:
             return lake.stage(spark, df, lake_dir, run_id, name)

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
+from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import minutes_between, with_episode_id
 
 FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
@@ -87,30 +88,46 @@ def _hhmm(ts: Column) -> Column:
 def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFrame:
     """Add, per interval, the queue's and the topic's messages over the intervals ending in the
     trailing ``window_minutes`` (``_q_sum``, ``_t_sum``), the start of the earliest of them
-    (``_span_start``), running totals (``_q_cum``, ``_t_cum``), the topic's queue count of the day
-    (``_queues``) and, at the snapshot minute, the queues of its brokers that received anything in
-    the trailing window (``_active_queues``): a broker that gets nothing (shunned, write permission
-    off, master down) is out of the publish list, so the others' even share is larger.
-    Assumes a topic's queues are snapshotted within the same minute, as one collector pass does."""
+    (``_span_start``), running totals (``_q_cum``, ``_t_cum``) and, at the snapshot minute, the
+    queues of its brokers that received anything in the trailing window (``_active_queues``): a
+    broker that gets nothing (shunned, write permission off, master down) is out of the publish
+    list, so the others' even share is larger.
+    Assumes a topic's queues are snapshotted within the same minute, as one collector pass does.
+
+    The topic's and the brokers' sums run over one row per broker and snapshot time, joined back:
+    a window over every queue row sorted the topic's rows once per window (a third of the
+    producer findings at M, benchmarks/RESULTS.md)."""
     width = window_minutes * 60_000
-    ts_ms = F.unix_millis(F.col("ts"))
+
+    def trailing(window):
+        return window.rangeBetween(-(width - 1), 0)
+
+    def so_far(window):
+        return window.rangeBetween(Window.unboundedPreceding, 0)
+
+    rows = intervals_df.withColumn("_ts_ms", F.unix_millis(F.col("ts")))
     queue = Window.partitionBy(*TOPIC_QUEUE).orderBy("_ts_ms")
     topic = Window.partitionBy("cluster", "topic").orderBy("_ts_ms")
     broker = Window.partitionBy("cluster", "topic", "broker_name").orderBy("_ts_ms")
-    queue_order = Window.partitionBy("cluster", "topic").orderBy("broker_name", "queue_id")
-    return (intervals_df
-            .withColumn("_ts_ms", ts_ms)
-            .withColumn("_queue_rank", F.dense_rank().over(queue_order))
-            .withColumn("_queues", F.max("_queue_rank").over(Window.partitionBy("cluster", "topic")))
-            .withColumn("_q_sum", F.sum("messages_in").over(queue.rangeBetween(-(width - 1), 0)))
-            .withColumn("_span_start", F.min("prev_ts").over(queue.rangeBetween(-(width - 1), 0)))
-            .withColumn("_t_sum", F.sum("messages_in").over(topic.rangeBetween(-(width - 1), 0)))
-            .withColumn("_q_cum", F.sum("messages_in").over(queue.rangeBetween(Window.unboundedPreceding, 0)))
-            .withColumn("_t_cum", F.sum("messages_in").over(topic.rangeBetween(Window.unboundedPreceding, 0)))
-            .withColumn("_b_sum", F.sum("messages_in").over(broker.rangeBetween(-(width - 1), 0)))
-            .withColumn("_active_queues", F.sum(F.when(F.col("_b_sum") > 0, 1).otherwise(0)).over(
-                Window.partitionBy("cluster", "topic", F.date_trunc("minute", "ts"))))
-            .drop("_queue_rank", "_b_sum"))
+    minute = Window.partitionBy("cluster", "topic", "_minute")
+    per_broker = (rows.groupBy("cluster", "topic", "broker_name", "_ts_ms")
+                  .agg(F.sum("messages_in").alias("_in"), F.count("*").alias("_n"),
+                       F.date_trunc("minute", F.max("ts")).alias("_minute"))
+                  .withColumn("_b_sum", F.sum("_in").over(trailing(broker))))
+    active = (per_broker
+              .withColumn("_active_queues", F.sum(F.when(F.col("_b_sum") > 0, F.col("_n"))
+                                                  .otherwise(0)).over(minute))
+              .select("cluster", "topic", "broker_name", "_ts_ms", "_active_queues"))
+    per_topic = (per_broker.groupBy("cluster", "topic", "_ts_ms").agg(F.sum("_in").alias("_in"))
+                 .select("cluster", "topic", "_ts_ms",
+                         F.sum("_in").over(trailing(topic)).alias("_t_sum"),
+                         F.sum("_in").over(so_far(topic)).alias("_t_cum")))
+    return (rows
+            .withColumn("_q_sum", F.sum("messages_in").over(trailing(queue)))
+            .withColumn("_span_start", F.min("prev_ts").over(trailing(queue)))
+            .withColumn("_q_cum", F.sum("messages_in").over(so_far(queue)))
+            .join(per_topic, ["cluster", "topic", "_ts_ms"])
+            .join(active, ["cluster", "topic", "broker_name", "_ts_ms"]))
 
 
 def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
@@ -176,9 +193,11 @@ def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> Dat
             .agg(F.array_sort(F.collect_list("group")).alias("lagging_groups")))
 
 
-def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules) -> DataFrame:
-    """HOT_QUEUE rows of gold.producer_findings (module docstring)."""
-    windows = hot_queue_windows(intervals_df, rules)
+def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
+                     stage: Stage = no_staging) -> DataFrame:
+    """HOT_QUEUE rows of gold.producer_findings (module docstring). ``stage`` stores the hot
+    windows, which the lag growth reads and is joined back to (unstaged, computed twice)."""
+    windows = stage(hot_queue_windows(intervals_df, rules), "gold.hot_queue_windows")
     key = [*TOPIC_QUEUE, "first_seen"]
     found = (windows
              .join(lag_growth_groups(windows, queue_offsets_df), key, "left")
@@ -381,13 +400,15 @@ def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
                             master_down_df: DataFrame | None = None,
                             orderly_groups_df: DataFrame | None = None,
                             publish_losses_df: DataFrame | None = None,
-                            intervals_df: DataFrame | None = None) -> DataFrame:
+                            intervals_df: DataFrame | None = None,
+                            stage: Stage = no_staging) -> DataFrame:
     """gold.producer_findings from silver.queue_offsets (module docstring); ``master_down_df``:
     see :func:`build_starved_brokers`. ORDER_AT_RISK needs ``orderly_groups_df`` and the
     publish-list losses (``publish_losses_df`` and/or the master-down windows).
-    ``intervals_df``: ``queue_intervals`` of the same offsets, when stored already."""
+    ``intervals_df``: ``queue_intervals`` of the same offsets, when stored already. ``stage``:
+    see :func:`build_hot_queues`."""
     intervals = queue_intervals(queue_offsets_df) if intervals_df is None else intervals_df
-    found = (build_hot_queues(intervals, queue_offsets_df, rules)
+    found = (build_hot_queues(intervals, queue_offsets_df, rules, stage)
              .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
              .unionByName(build_queue_count_skew(intervals, queue_offsets_df)))
     losses = [df.select(*PUBLISH_LOSS_COLUMNS) for df in (

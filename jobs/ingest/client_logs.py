@@ -101,10 +101,13 @@ def wall_clock_to_utc(col: Column | str, zone: str) -> Column:
 
 # --- line layouts ----------------------------------------------------------------------------
 
-# groups: 1 date (yyyy or yy), 2 time, 3 fraction separator, 4 fraction (ms), 5 rest of the line
+# groups: 1 date (yyyy or yy), 2 time, 3 fraction separator, 4 fraction (ms); the rest of the
+# line follows the match (``_groups_and_tail``)
 _HEADER = (r"(?s)^(?:\[[^\[\]]*\] +)?\[?([0-9]{2}(?:[0-9]{2})?-[0-9]{2}-[0-9]{2})[ T]"
-           r"([0-9]{2}:[0-9]{2}:[0-9]{2})(?:([.,])([0-9]{3})[0-9]*)?\]?(.*)$")
+           r"([0-9]{2}:[0-9]{2}:[0-9]{2})(?:([.,])([0-9]{3})[0-9]*)?\]?")
 _LEVEL = r"([A-Z]{4,5})"
+# the closing group of a pattern that takes the rest of the text ((?s): always matches)
+_TAIL = "(.*)$"
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,14 @@ class _Layout:
     name: str
     pattern: str
     refs: tuple[int, int, int, int, int]
+
+    @property
+    def head(self) -> str | None:
+        """``pattern`` without its closing ``(.*)$`` (the message, ``refs``' last group), or
+        ``None`` where the message is not simply the rest (cpp)."""
+        if not self.pattern.endswith(_TAIL) or self.refs[4] != re.compile(self.pattern).groups:
+            return None
+        return self.pattern[:-len(_TAIL)]
 
 
 # Most specific first: the general 4.9 shape would also take the bracketed and 5.x lines. The
@@ -351,6 +362,23 @@ def regexp_groups(text: Column, pattern: str, groups: int,
     return F.when(text.rlike(pattern), _groups_of_a_match(text, pattern, picks))
 
 
+def _groups_and_tail(text: Column, head: str, picks: Sequence[int]) -> Column:
+    """``picks`` groups of ``head`` (a ``(?s)^…`` pattern, not anchored at the end) in a ``text``
+    known to match it, then the text after the match: what ``_groups_of_a_match`` gives for
+    ``head + "(.*)$"`` with that last group picked too, since the tail always matches.
+
+    Only the head is captured: both engines' regex search finds where a match ends before it
+    captures groups, and capturing over a whole line (the tail) was a third of the client-log
+    parse. The replacement puts the groups before the untouched tail."""
+    joined = F.regexp_replace(text, head, "".join((f"${i}" if i else "") + _GROUP_SEP
+                                                  for i in picks))
+    matched = F.regexp_extract(text, head, 0)
+    one_by_one = F.array(*[F.regexp_extract(text, head, i) if i else F.lit("") for i in picks],
+                         F.substr(text, F.length(matched) + 1))
+    return (F.when(text.contains(_GROUP_SEP), one_by_one)
+            .otherwise(F.split(joined, _GROUP_SEP, len(picks) + 1)))
+
+
 def _groups_of_a_match(text: Column, pattern: str, picks: Sequence[int]) -> Column:
     """``regexp_groups`` for a ``text`` known to match ``pattern``."""
     joined = F.regexp_replace(text, pattern, _GROUP_SEP.join(f"${i}" if i else "" for i in picks))
@@ -417,9 +445,11 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
         # the first layout that fits the rest, as (name, level, pid, token 1, token 2, message)
         fields = F.lit(None).cast(ArrayType(StringType()))
         for layout in reversed(_LAYOUTS):
-            fields = F.when(rest.rlike(layout.pattern), F.concat(
-                F.array(F.lit(layout.name)), _groups_of_a_match(rest, layout.pattern, layout.refs))
-            ).otherwise(fields)
+            opening = layout.head
+            groups = (_groups_of_a_match(rest, layout.pattern, layout.refs) if opening is None
+                      else _groups_and_tail(rest, opening, layout.refs[:4]))
+            fields = F.when(rest.rlike(opening or layout.pattern),
+                            F.concat(F.array(F.lit(layout.name)), groups)).otherwise(fields)
         f = F.col("_fields")
         name, token1, token2 = f[0], F.trim(f[3]), F.trim(f[4])
         # a logger printed with its line (_LINE_SUFFIX) is stored without it
@@ -453,7 +483,8 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
             fraction.try_cast("long"))
         return (
             df.select(*passthrough, F.regexp_replace(F.col("line"), r"[\r\n]+$", "").alias("_line"))
-            .select(*passthrough, "_line", regexp_groups(line, _HEADER, 5).alias("_head"))
+            .select(*passthrough, "_line", F.when(line.rlike(_HEADER), _groups_and_tail(
+                line, _HEADER, range(1, 5))).alias("_head"))
             .select(*passthrough, "_head", F.when(dated, head[4]).otherwise(line).alias("_rest"))
             .select(*passthrough, "_head", "_rest", F.when(dated, fields).alias("_fields"))
             .select(
@@ -486,8 +517,11 @@ def _with_event(df: DataFrame) -> DataFrame:
         # nested, not `&`: the regex is evaluated only where a gate matched
         matches = F.when(gated, rest.rlike(_MESSAGE_START + template.opening)).otherwise(False)
         event = F.when(matches, F.lit(template.event)).otherwise(event)
-    message = _by_event({t.event: F.regexp_extract(
-        rest, _MESSAGE_START + "(" + t.opening + ".*)$", 1) for t in _TEMPLATES}, "string")
+    # the opening and what follows it: the text up to the opening is replaced by the opening
+    # (capturing only up to there; see _groups_and_tail)
+    message = _by_event({t.event: F.regexp_replace(
+        rest, "(?s)^.*?" + _MESSAGE_START + "(" + t.opening + ")", "$1") for t in _TEMPLATES},
+        "string")
     with_event = df.withColumn("event", event)
     return (with_event.withColumn("message", F.coalesce(message, F.col("_layout_message")))
             .drop("_layout_message"))
