@@ -237,15 +237,16 @@ def member_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str,
     }
 
 
-def derived_silver_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+def derived_silver_frames(silver: dict[str, DataFrame], settings: Settings,
+                          stage: lake.Stage = lake.no_staging) -> dict[str, DataFrame]:
     """Silver tables built from other silver tables, member_context (``member_frames``) stored
-    first: the owners per snapshot."""
+    first: the owners per snapshot. ``stage``: see ``build_queue_state``."""
     d = settings.detection
     return {
         "queue_state": build_queue_state(
             silver["queue_offsets"], silver["queue_ownership"], silver["group_members"],
             silver["member_context"], d.liveness_window_seconds, d.max_snapshot_gap_seconds,
-            d.running_info_round_seconds),
+            d.running_info_round_seconds, stage),
     }
 
 
@@ -272,7 +273,6 @@ def producer_frames(silver: dict[str, DataFrame], settings: Settings,
     intervals = stage(queue_intervals(silver["queue_offsets"]), "gold.queue_intervals")
     master_down = silver["master_down_windows"]
     return {
-        "queue_load": build_queue_load(silver["queue_offsets"], intervals),
         # a broker without its master is BROKER_MASTER_DOWN, not starved (DESIGN.md §5.2); its
         # window is also a publish-list loss for ORDER_AT_RISK (orderly groups from running info)
         "producer_findings": build_producer_findings(
@@ -281,6 +281,7 @@ def producer_frames(silver: dict[str, DataFrame], settings: Settings,
                                               F.col("down_until").alias("down_to")),
             orderly_groups_df=orderly_groups(silver["client_config"]), intervals_df=intervals,
             stage=stage),
+        "queue_load": build_queue_load(silver["queue_offsets"], intervals),
     }
 
 
@@ -464,10 +465,13 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             schemas: dict[str, StructType] = {}
             spent: dict[str, float] = {}
             for batch in range(len(plan)):
-                for name, df in frames_of(batch).items():
+                # intermediates staged while the frames are built count to the batch's first table
+                building = time.monotonic()
+                frames = frames_of(batch)
+                for index, (name, df) in enumerate(frames.items()):
                     if len(plan) > 1 and column not in df.columns:  # its batches would repeat it
                         raise ValueError(f"{layer}.{name} has no {column}: not computed in batches")
-                    began = time.monotonic()
+                    began = building if index == 0 else time.monotonic()
                     numbered = {"batch": batch + 1, "batches": len(plan)} if len(plan) > 1 else {}
                     progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}",
                              **numbered)
@@ -480,6 +484,10 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             for name, df in whole.items():
                 write(only_day(df, run_date), layer, name, time.monotonic() - spent[name])
             return BatchedFrames(column, plan, whole, parts if len(plan) > 1 else {})
+
+        def batch_stage(batch: int) -> lake.Stage:
+            """``stage`` for an intermediate of one batch, beside its other batches."""
+            return lambda df, name: lake.stage_batch(spark, df, lake_dir, run_id, name, batch)
 
         def batched(frames: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]
                     ) -> dict[str, DataFrame]:
@@ -494,15 +502,14 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         silver |= write_batched("silver", "group", group_plan, lambda b: member_frames(
             silver.batch(b), settings))
         silver |= write_batched("silver", "group", group_plan, lambda b: derived_silver_frames(
-            silver.batch(b), settings))
+            silver.batch(b), settings, batch_stage(b)))
         silver_day = silver.map(lambda df: only_day(df, run_date))
         # only the offsets are split by topic: the other inputs are per group or cluster-wide
         topic_plan = key_batches(rows_per_key(silver_day.whole["queue_offsets"], "topic"),
                                  batch_rows)
         by_topic = split({"queue_offsets": silver_day.whole["queue_offsets"]}, "topic", topic_plan)
         producer = write_batched("gold", "topic", topic_plan, lambda b: producer_frames(
-            {**silver_day.whole, **by_topic.batch(b)}, settings,
-            lambda df, name: lake.stage_batch(spark, df, lake_dir, run_id, name, b))).whole
+            {**silver_day.whole, **by_topic.batch(b)}, settings, batch_stage(b))).whole
 
         def stage_in_gold(df: DataFrame, name: str) -> DataFrame:
             return lake.stage(spark, df, lake_dir, run_id, name)

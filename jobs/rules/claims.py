@@ -61,12 +61,10 @@ def client_ip_of(client_id: Column) -> Column:
     return F.substring_index(client_id, "@", 1)
 
 
-def ip_claimants(owner_ip: Column, live: Column) -> Column:
-    """The live members (``array<struct<client_id, processes>>``) whose id is at ``owner_ip``,
-    the owner ``consumerProgress -s`` printed (null or N/A: nobody)."""
-    at_ip = F.filter(live, lambda m: client_ip_of(m["client_id"]) == owner_ip)
-    return F.when(owner_ip.isNull(), _no_ids()).otherwise(
-        F.coalesce(F.transform(at_ip, lambda m: m["client_id"]), _no_ids()))
+def at_owner_ip(member: Column, owner_ip: Column) -> Column:
+    """Whether a live member (a struct with ``client_id``) is at ``owner_ip``, the owner
+    ``consumerProgress -s`` printed; null (not) when that is null (N/A: nobody)."""
+    return client_ip_of(member["client_id"]) == owner_ip
 
 
 def groups_with_ownership_source(queue_state_df: DataFrame) -> DataFrame:

@@ -16,7 +16,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import same_columns
-from jobs.rules.claims import claim_lifetimes, claims_in_force, ip_claimants
+from jobs.lake import Stage, no_staging
+from jobs.rules.claims import at_owner_ip, claim_lifetimes, claims_in_force
 from jobs.rules.evidence import answered_running_info_claims, nobody_consumes_per_broker
 from jobs.rules.liveness import liveness_ends
 
@@ -69,8 +70,21 @@ def live_per_snapshot(live_df: DataFrame) -> DataFrame:
 
 def live_owners(claimed_by: Column, live: Column) -> Column:
     """Each live claimant once per process, sorted; empty when none is live."""
-    owning = F.filter(live, lambda m: m["processes"].isNotNull()
-                      & F.array_contains(claimed_by, m["client_id"]))
+    return _live_members_where(live, lambda m: F.array_contains(claimed_by, m["client_id"]))
+
+
+def live_owners_at_ip(owner_ip: Column, live: Column) -> Column:
+    """Each live member at ``owner_ip`` (``at_owner_ip``) once per process, sorted; empty when
+    none is, or the IP is null. One pass over ``live``: the live claimants of a list of the
+    members at the IP evaluated that list's filter once per member, most of queue_state at M
+    (issue #19)."""
+    return _live_members_where(live, lambda m: at_owner_ip(m, owner_ip))
+
+
+def _live_members_where(live: Column, keep) -> Column:
+    """The ids of the live members for which ``keep(member)`` holds (null: not), each once per
+    process, sorted; empty when none."""
+    owning = F.filter(live, lambda m: m["processes"].isNotNull() & keep(m))
     return F.coalesce(F.array_sort(F.flatten(F.transform(
         owning, lambda m: F.array_repeat(m["client_id"], m["processes"])))),
         F.array().cast("array<string>"))
@@ -79,32 +93,39 @@ def live_owners(claimed_by: Column, live: Column) -> Column:
 def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                       members_df: DataFrame, member_context_df: DataFrame,
                       liveness_window_seconds: int, max_snapshot_gap_seconds: int,
-                      running_info_round_seconds: int) -> DataFrame:
+                      running_info_round_seconds: int, stage: Stage = no_staging) -> DataFrame:
     """One row per offsets snapshot of a queue with ``owners`` (one entry per live owning process,
     sorted), ``owner_count``, ``claimed_by`` (every claimant, live or not) and the broker's view.
     ``member_context_df``: silver.member_context (who is live at each snapshot of the group);
     ``members_df``: silver.group_members (when each client stops being live, for the claims
     that hold until then). ``running_info_round_seconds``: the answers of one running-info poll
-    of a group lie within this (``answered_running_info_claims``)."""
+    of a group lie within this (``answered_running_info_claims``).
+
+    ``stage(df, name)`` stores the claim lifetimes and both sets of claims in force (a few rows
+    per queue): each feeds two sides of its range join, and unstaged the windows over every
+    ownership row ran four times, nine tenths of this table's time at M (issue #19)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
     live_until = liveness_ends(members_df, liveness_window_seconds)
-    lifetimes = claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds)
+    lifetimes = stage(claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds),
+                      "silver.claim_lifetimes")
     # what the claimant itself keeps saying: every running-info round it answers, and its
     # [persistAll] lines (every persist interval, each held 2 intervals); a rebalance set is
     # logged once, so it says nothing about the client being alive now
     answered = answered_running_info_claims(
         lifetimes.where(F.col("source") == "running_info"), running_info_round_seconds
     ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
-    claimed = _with_claimants(snaps, claims_in_force(lifetimes), "claimed_by")
-    claimed = _with_claimants(claimed, claims_in_force(answered), "answered_by")
+    claimed = _with_claimants(snaps, stage(claims_in_force(lifetimes), "silver.claims_in_force"),
+                              "claimed_by")
+    claimed = _with_claimants(claimed, stage(claims_in_force(answered),
+                                             "silver.answered_claims_in_force"), "answered_by")
     live = live_per_snapshot(member_context_df.select("cluster", "group", "ts", "client_id",
                                                       "processes"))
     empty = F.array().cast("array<string>")
     claimed_by = F.coalesce("claimed_by", empty)
     by_claims = live_owners(claimed_by, F.col("_live"))
-    by_ip = live_owners(ip_claimants(F.col("owner_ip"), F.col("_live")), F.col("_live"))
+    by_ip = live_owners_at_ip(F.col("owner_ip"), F.col("_live"))
     by_answers = live_owners(F.coalesce("answered_by", empty), F.col("_live"))
     nobody = nobody_consumes_per_broker(F.col("broker_reports_no_owner"),
                                         F.col("consumer_offset_delta"), F.col("lag"))
