@@ -506,6 +506,13 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
     return transform
 
 
+def message_from(rest: Column, opening: str) -> Column:
+    """The text of ``rest`` from its first ``opening`` that follows a header separator
+    (``_MESSAGE_START``) on, for a ``rest`` known to hold one. The text up to the opening is
+    replaced by the opening itself: only that much is captured (see ``_groups_and_tail``)."""
+    return F.regexp_replace(rest, "(?s)^.*?" + _MESSAGE_START + "(" + opening + ")", "$1")
+
+
 def _with_event(df: DataFrame) -> DataFrame:
     """``event`` and ``message``: the first template whose opening follows a header separator in
     the rest of the line, and the text from that opening on. Lines that contain none of a
@@ -517,11 +524,7 @@ def _with_event(df: DataFrame) -> DataFrame:
         # nested, not `&`: the regex is evaluated only where a gate matched
         matches = F.when(gated, rest.rlike(_MESSAGE_START + template.opening)).otherwise(False)
         event = F.when(matches, F.lit(template.event)).otherwise(event)
-    # the opening and what follows it: the text up to the opening is replaced by the opening
-    # (capturing only up to there; see _groups_and_tail)
-    message = _by_event({t.event: F.regexp_replace(
-        rest, "(?s)^.*?" + _MESSAGE_START + "(" + t.opening + ")", "$1") for t in _TEMPLATES},
-        "string")
+    message = _by_event({t.event: message_from(rest, t.opening) for t in _TEMPLATES}, "string")
     with_event = df.withColumn("event", event)
     return (with_event.withColumn("message", F.coalesce(message, F.col("_layout_message")))
             .drop("_layout_message"))
