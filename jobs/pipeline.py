@@ -432,6 +432,17 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         progress(f"wrote {layer}.{name}", stage=layer, table=f"{layer}.{name}", rows=rows,
                  seconds=round(time.monotonic() - began, 3))
 
+    def stage_intermediate(df: DataFrame, name: str, batch: int | None = None) -> DataFrame:
+        """Stage an intermediate of the silver or gold tables (of one batch), telling its time:
+        it counts to the first table of its batch, so the ``staged`` events say what it was."""
+        began = time.monotonic()
+        staged = (lake.stage(spark, df, lake_dir, run_id, name) if batch is None
+                  else lake.stage_batch(spark, df, lake_dir, run_id, name, batch))
+        numbered = {} if batch is None else {"batch": batch + 1}
+        progress(f"staged {name}", stage="staging", table=name,
+                 seconds=round(time.monotonic() - began, 3), **numbered)
+        return staged
+
     with lake.staging_area(lake_dir, run_id):
         bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage)
         for name, df in bronze.items():
@@ -487,7 +498,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
 
         def batch_stage(batch: int) -> lake.Stage:
             """``stage`` for an intermediate of one batch, beside its other batches."""
-            return lambda df, name: lake.stage_batch(spark, df, lake_dir, run_id, name, batch)
+            return lambda df, name: stage_intermediate(df, name, batch)
 
         def batched(frames: dict[str, DataFrame], keep: Callable[[DataFrame], DataFrame]
                     ) -> dict[str, DataFrame]:
@@ -512,7 +523,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             {**silver_day.whole, **by_topic.batch(b)}, settings, batch_stage(b))).whole
 
         def stage_in_gold(df: DataFrame, name: str) -> DataFrame:
-            return lake.stage(spark, df, lake_dir, run_id, name)
+            return stage_intermediate(df, name)
 
         # the rest of gold per batch of groups too; the producer tables are read whole by each
         # batch, and each batch keeps only its own groups' health and incident rows
