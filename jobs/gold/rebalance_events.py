@@ -171,8 +171,6 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     state = (assignments_df.where(F.col("_complete") == 1)
              .join(rounds_df, on=[*GROUP_KEY, "ts"], how="inner")
-             .withColumn("_key", F.to_json("assignment"))
-             .withColumn("_prev_key", F.lag("_key").over(order))
              .withColumn("prev_ts", F.lag("ts").over(order))
              .withColumn("prev_assignment", F.lag("assignment").over(order))
              .withColumn("prev_cid_all", F.lag("cid_all").over(order))
@@ -183,8 +181,11 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
     joined = (F.size(F.array_except(F.col("ids"), F.coalesce("prev_ids", _empty_ids()))) > 0) | (
         F.size("cid_all") > F.size(F.coalesce("prev_cid_all", F.col("cid_all"))))
     sub_changed = changed_topics(F.col("subs"), F.coalesce("prev_subs", F.col("subs")))
-    changed = F.col("_prev_key").isNotNull() & (
-        (F.col("_key") != F.col("_prev_key")) | (F.to_json("cid_all") != F.to_json("prev_cid_all")))
+    # arrays compared as they are (both engines: element by element, nested nulls equal), not
+    # as JSON texts of every round's assignment (tests/gold/test_array_equality.py)
+    changed = F.col("prev_assignment").isNotNull() & (
+        (F.col("assignment") != F.col("prev_assignment"))
+        | (F.col("cid_all") != F.col("prev_cid_all")))
     flagged = (state
                .withColumn("_left", left)
                .withColumn("_expired", F.size(F.array_intersect(
