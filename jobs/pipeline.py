@@ -522,14 +522,11 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         producer = write_batched("gold", "topic", topic_plan, lambda b: producer_frames(
             {**silver_day.whole, **by_topic.batch(b)}, settings, batch_stage(b))).whole
 
-        def stage_in_gold(df: DataFrame, name: str) -> DataFrame:
-            return stage_intermediate(df, name)
-
         # the rest of gold per batch of groups too; the producer tables are read whole by each
         # batch, and each batch keeps only its own groups' health and incident rows
         gold = write_batched("gold", "group", group_plan, lambda b: {
             name: df for name, df in gold_frames(
-                silver_day.batch(b), inputs.batch(b), settings, stage_in_gold,
+                silver_day.batch(b), inputs.batch(b), settings, stage_intermediate,
                 producer).items() if name not in producer}).with_whole(producer)
         gold_day = gold.map(lambda df: only_day(df, run_date))
         write_batched("gold", "group", group_plan, lambda b: batched(health_frames(

@@ -50,6 +50,13 @@ def test_the_sample_day_is_computed_in_several_batches(batched_lake):
     seen = {(e["table"], e["batch"]) for e in events if e.get("batches")}
     assert {b for t, b in seen if t == "silver.queue_state"} == set(
         range(1, batches["silver.queue_state"] + 1))
+    # each batch stages its own intermediates, and the log names them with their seconds
+    staged = [e for e in events if e.get("event") == "staged"]
+    assert {e["batch"] for e in staged if e["table"] == "silver.claims_in_force"} == set(
+        range(1, batches["silver.queue_state"] + 1))
+    assert {e["batch"] for e in staged if e["table"] == "gold.hot_queue_windows"} == set(
+        range(1, batches["gold.producer_findings"] + 1))
+    assert all(e["seconds"] >= 0 and e["stage"] == "staging" for e in staged)
 
 
 @pytest.mark.delta
