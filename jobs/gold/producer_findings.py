@@ -92,7 +92,8 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFra
     queues of its brokers that received anything in the trailing window (``_active_queues``): a
     broker that gets nothing (shunned, write permission off, master down) is out of the publish
     list, so the others' even share is larger.
-    Assumes a topic's queues are snapshotted within the same minute, as one collector pass does.
+    Assumes a topic's queues are snapshotted within the same minute, as one collector pass does,
+    and non-null keys and ``ts`` (bronze requires them): the joins back would drop a row without.
 
     The topic's and the brokers' sums run over one row per broker and snapshot time, joined back:
     a window over every queue row sorted the topic's rows once per window (a third of the
