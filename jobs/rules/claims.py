@@ -26,10 +26,6 @@ from jobs.time_joins import merge_intervals
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 
 
-def _no_ids() -> Column:
-    return F.array().cast("array<string>")
-
-
 def claim_lifetimes(ownership_df: DataFrame, live_until_df: DataFrame,
                     max_snapshot_gap_seconds: int) -> DataFrame:
     """silver.queue_ownership claims with the end each one really has (module docstring):
