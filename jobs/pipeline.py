@@ -321,17 +321,20 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
     orphaned_rows = stage(explain_orphan_episodes(
         orphaned, queue_state, silver["member_context"], group_context,
-        bronze["client_log_events"], orphan_rules(settings)), "gold.orphaned_queues.rows")
+        bronze["client_log_events"], orphan_rules(settings), stage),
+        "gold.orphaned_queues.rows")
+    # read three times by with_master_return (its MASTER_DOWN rows, their release, the rest)
+    stuck_rows = stage(explain_stuck_episodes(
+        stuck, silver["process_queues"], silver["client_config"], silver["consume_status"],
+        bronze["client_log_events"], stuck_rules(settings), orphaned_rows, master_down,
+        queue_state_df=queue_state), "gold.stuck_queues.explained")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
             queue_state, group_context, silver["group_members"],
             orphan_rules(settings), models_df=models),
-        "stuck_queues": with_master_return(explain_stuck_episodes(
-            stuck, silver["process_queues"], silver["client_config"],
-            silver["consume_status"], bronze["client_log_events"], stuck_rules(settings),
-            orphaned_rows, master_down, queue_state_df=queue_state), queue_state, master_down,
-            d.master_return_window_seconds),
+        "stuck_queues": with_master_return(stuck_rows, queue_state, master_down,
+                                           d.master_return_window_seconds),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
