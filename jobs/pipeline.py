@@ -532,13 +532,17 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                 silver_day.batch(b), inputs.batch(b), settings, stage_intermediate,
                 producer).items() if name not in producer}).with_whole(producer)
         gold_day = gold.map(lambda df: only_day(df, run_date))
+
+        def own_groups(batch: int) -> Callable[[DataFrame], DataFrame]:
+            return in_batch("group", batch, group_plan)
+
         write_batched("gold", "group", group_plan, lambda b: batched(health_frames(
             gold.batch(b), silver_day.batch(b), settings,
-            inputs.batch(b)["client_log_events"]), in_batch("group", b, group_plan)))
+            inputs.batch(b)["client_log_events"]), own_groups(b)))
         previous = previous_incidents(spark, lake_dir, run_date)
         write_batched("gold", "group", group_plan, lambda b: batched(incident_frames(
-            gold_day.batch(b), in_batch("group", b, group_plan)(previous), settings,
-            silver_day.batch(b)), in_batch("group", b, group_plan)))
+            gold_day.batch(b), own_groups(b)(previous), settings, silver_day.batch(b)),
+            own_groups(b)))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

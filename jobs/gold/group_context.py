@@ -30,5 +30,5 @@ def membership_changes(group_context_df: DataFrame) -> DataFrame:
     prev = Window.partitionBy("cluster", "group").orderBy("ts")
     return (group_context_df.select("cluster", "group", "ts", "live_ids",
                                     F.lag("live_ids").over(prev).alias("_prev"))
-            .where(F.col("_prev").isNotNull() & (F.to_json("live_ids") != F.to_json("_prev")))
+            .where(F.col("_prev").isNotNull() & (F.col("live_ids") != F.col("_prev")))
             .select("cluster", "group", F.col("ts").alias("changed_at")))

@@ -291,7 +291,7 @@ def subscription_flapping(connections_df: DataFrame, rules: RebalanceRules) -> D
             h["lu"].alias("lu"), h["topics"].alias("topics"),
             F.when(i == 0, F.element_at("_hb", -1)["topics"])
             .otherwise(F.element_at("_hb", i)["topics"]).alias("prev"))),
-        lambda f: F.to_json(f["topics"]) != F.to_json(f["prev"]))
+        lambda f: f["topics"] != f["prev"])
     per_round = (rounds.where(F.col("_members") >= 2)
                  .withColumn("_flips", flips)
                  .where(F.size("_flips") > 0)

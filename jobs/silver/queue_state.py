@@ -101,9 +101,10 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     that hold until then). ``running_info_round_seconds``: the answers of one running-info poll
     of a group lie within this (``answered_running_info_claims``).
 
-    ``stage(df, name)`` stores the claim lifetimes and both sets of claims in force (a few rows
-    per queue): each feeds two sides of its range join, and unstaged the windows over every
-    ownership row ran four times (a fifth of M's groups: 23.7 s unstaged, 6.1 s staged)."""
+    ``stage(df, name)`` stores the claim lifetimes, the answered claims and both sets of claims
+    in force (a few rows per queue): each feeds two sides of its range join, and unstaged the
+    windows over every ownership row ran four times (a fifth of M's groups: 23.7 s unstaged,
+    6.1 s staged)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
@@ -113,9 +114,12 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     # what the claimant itself keeps saying: every running-info round it answers, and its
     # [persistAll] lines (every persist interval, each held 2 intervals); a rebalance set is
     # logged once, so it says nothing about the client being alive now
-    answered = answered_running_info_claims(
+    # staged too: merging them into claims in force reads them three times (the keys, the
+    # intervals, each key's last end), and each read ran the rounds' window again
+    answered = stage(answered_running_info_claims(
         lifetimes.where(F.col("source") == "running_info"), running_info_round_seconds
     ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
+        .select(*QUEUE_KEY, "client_id", "valid_from", "valid_until"), "silver.answered_claims")
     claimed = _with_claimants(snaps, stage(claims_in_force(lifetimes), "silver.claims_in_force"),
                               "claimed_by")
     claimed = _with_claimants(claimed, stage(claims_in_force(answered),

@@ -1,5 +1,7 @@
 """rebalance_events compares each round's assignment and cidAll with the round before as arrays
-(``!=``), where it compared their JSON texts. Both engines must read that comparison the same
+(``!=``), where it compared their JSON texts; so do the topic sets of a member's heartbeats
+(``jobs.rules.subscription.changed_topics``, the subscription flips) and the live id sets of a
+group (``membership_changes``). Both engines must read that comparison the same
 way, and the way the JSON texts did: element by element and in order, a null field inside equal
 to a null field, a null array giving null."""
 
@@ -42,3 +44,25 @@ def test_array_inequality_equals_json_text_inequality(spark):
         (r.assignment_json, r.cid_all_json) for r in rows]
     assert [r.assignment for r in rows] == [False, True, True, False, True, False, None, True]
     assert [r.cid_all for r in rows] == [False, False, True, False, True, False, None, True]
+
+
+TOPIC_SETS = [
+    # (id, before, after)
+    (1, ["a", "b"], ["a", "b"]),
+    (2, ["a", "b"], ["b", "a"]),  # order counts (the sets are sorted before)
+    (3, ["a"], ["a", "b"]),
+    (4, ["a", None], ["a", None]),  # a null element equals a null element
+    (5, ["a", None], ["a", "b"]),
+    (6, [], []),
+    (7, [], None),
+    (8, None, None),
+    (9, [""], []),
+]
+
+
+def test_string_array_inequality_equals_json_text_inequality(spark):
+    df = spark.createDataFrame(TOPIC_SETS, "k int, a array<string>, b array<string>")
+    rows = df.select("k", (F.col("a") != F.col("b")).alias("arrays"),
+                     (F.to_json("a") != F.to_json("b")).alias("json")).orderBy("k").collect()
+    assert [r.arrays for r in rows] == [r.json for r in rows]
+    assert [r.arrays for r in rows] == [False, True, True, False, True, False, None, None, True]
