@@ -38,7 +38,7 @@ class EngineSettings(_Section):
     shuffle_partitions: int = Field(8, ge=1)
     connect_timeout_seconds: float = Field(10, gt=0)
     sail_memory_pool_mib: int = Field(0, ge=0)
-    group_batch_rows: int = Field(500_000, ge=1)
+    group_batch_rows: int = Field(2_000_000, ge=1)
 
 
 _FIXED_OFFSET = re.compile(r"^(?:GMT|UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")
