@@ -75,8 +75,7 @@ def random_claims(seed):
 def _check(spark, rows):
     df = spark.createDataFrame(rows, OWNERSHIP_SCHEMA)
     answered = answered_running_info_claims(df, ROUND).select(*df.columns)
-    actual = sorted((tuple(r) for r in answered.collect()),
-                    key=repr)
+    actual = sorted((tuple(r) for r in answered.collect()), key=repr)
     assert actual == reference(rows)
 
 
