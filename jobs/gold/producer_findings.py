@@ -131,6 +131,26 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFra
             .join(active, ["cluster", "topic", "broker_name", "_ts_ms"]))
 
 
+def hot_episodes(hot_df: DataFrame, max_gap_seconds: int) -> DataFrame:
+    """The hot snapshots ``hot_df`` (interval rows, each with its queue's previous snapshot
+    ``prev_ts``) with ``_episode``: numbered as ``with_episode_id`` numbers consecutive flagged
+    snapshots. A hot snapshot continues an episode when the hot one before it is the one at its
+    ``prev_ts`` (the snapshot in between was hot too) and the gap is at most ``max_gap_seconds``.
+
+    Why not ``with_episode_id``: it orders every interval row of the day, and a window on Sail
+    costs far more than the same rows' join or aggregation (benchmarks/RESULTS.md); here only
+    the few hot rows are ordered. Needs each queue's ``prev_ts`` to be its previous row's
+    ``ts``, as ``queue_intervals`` gives."""
+    order = Window.partitionBy(*TOPIC_QUEUE).orderBy("ts")
+    gap_ms = F.unix_millis(F.col("ts")) - F.unix_millis(F.col("prev_ts"))
+    continues = (F.lag("ts").over(order) == F.col("prev_ts")) & (gap_ms <= F.lit(max_gap_seconds * 1000))
+    return (hot_df
+            .withColumn("_start", F.when(F.coalesce(continues, F.lit(False)), 0).otherwise(1))
+            .withColumn("_episode", F.sum("_start").over(
+                order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .drop("_start"))
+
+
 def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
     """Windows of a queue whose trailing ``hot_min_minutes`` share stays ≥ factor × even share.
 
@@ -152,11 +172,11 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
            & (F.col("_ts_ms") - F.unix_millis(F.col("_span_start")) >= width_ms)
            & F.coalesce(trailing_share >= threshold, F.lit(False)))
     row = F.struct("ts", "_span_start", "_q_sum", "_t_sum", "_q_cum", "_t_cum")
-    windows = (with_episode_id(shared, TOPIC_QUEUE, hot, rules.max_snapshot_gap_seconds)
-               .where("_flag")
+    windows = (hot_episodes(shared.where(F.coalesce(hot, F.lit(False))), rules.max_snapshot_gap_seconds)
                .groupBy(*TOPIC_QUEUE, "_episode")
                .agg(F.max("date").alias("date"), F.min("_active_queues").alias("_queues"),
-                    F.min(row).alias("_first"), F.max(row).alias("_last")))
+                    # by ts, unique per queue: a min/max of the struct itself is slow on Sail
+                    F.min_by(row, "ts").alias("_first"), F.max_by(row, "ts").alias("_last")))
     queue_messages = F.col("_last._q_cum") - F.col("_first._q_cum") + F.col("_first._q_sum")
     topic_messages = F.col("_last._t_cum") - F.col("_first._t_cum") + F.col("_first._t_sum")
     even_share = F.lit(1.0) / F.col("_queues")  # the largest even share of the window: the strictest test
@@ -172,18 +192,32 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
                    & (F.col("share") >= F.col("even_share") * rules.hot_queue_factor)))
 
 
+TIME_BUCKET_MS = 15 * 60_000
+
+
+def _time_bucket(ts: Column) -> Column:
+    """The ``TIME_BUCKET_MS`` slice of time ``ts`` falls in, as a number (an equi-join key)."""
+    return F.floor(F.unix_millis(ts) / F.lit(TIME_BUCKET_MS)).cast("long")
+
+
 def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
     """Per hot window, ``lagging_groups``: the groups whose lag on the hot queue is higher at the
     window's last snapshot than at its first while no other queue of the topic grew for them."""
     offsets = queue_offsets_df.select(
         "cluster", "topic", "group", F.col("broker_name").alias("_broker"), F.col("queue_id").alias("_queue"),
-        F.col("ts").alias("_ts"), "lag")
+        F.col("ts").alias("_ts"), "lag", _time_bucket(F.col("ts")).alias("_bucket"))
     key = [*TOPIC_QUEUE, "first_seen"]
-    joined = windows_df.select(*key, "last_seen").join(offsets, ["cluster", "topic"], "inner").where(
+    # each window meets only the offsets of the buckets it spans, each of them once: joined on
+    # the topic alone, every window met all of its topic's rows of the day. The first and last
+    # lag by min_by/max_by (silver.queue_offsets has one row per group, queue and snapshot): a
+    # min/max of a struct is slow on Sail (these two were 11 of lag growth's 13 s at M)
+    spans = windows_df.select(*key, "last_seen", F.explode(F.sequence(
+        _time_bucket(F.col("first_seen")), _time_bucket(F.col("last_seen")))).alias("_bucket"))
+    joined = spans.join(offsets, ["cluster", "topic", "_bucket"], "inner").where(
         F.col("_ts").between(F.col("first_seen"), F.col("last_seen")))
     per_queue = (joined.groupBy(*key, "group", "_broker", "_queue")
-                 .agg(F.min(F.struct("_ts", "lag")).alias("_start"), F.max(F.struct("_ts", "lag")).alias("_end"))
-                 .withColumn("_growth", F.col("_end.lag") - F.col("_start.lag"))
+                 .agg(F.min_by("lag", "_ts").alias("_start"), F.max_by("lag", "_ts").alias("_end"))
+                 .withColumn("_growth", F.col("_end") - F.col("_start"))
                  .withColumn("_is_hot", (F.col("_broker") == F.col("broker_name"))
                              & (F.col("_queue") == F.col("queue_id"))))
     per_group = (per_queue.groupBy(*key, "group")

@@ -124,6 +124,55 @@ def test_hot_queue_stays_info_when_every_queue_of_the_group_lags_more(spark):
     assert row["severity"] == "INFO"
 
 
+def without_minutes(rows, minutes, start=START):
+    """``rows`` less the snapshots taken ``minutes`` after ``start`` (a collector that missed them)."""
+    missing = {start + dt.timedelta(minutes=m) for m in minutes}
+    return [row for row in rows if row[6] not in missing]
+
+
+@pytest.mark.parametrize(("missing", "windows"), [
+    # snapshots 12:01..12:07 missing: 8 minutes between 12:00 and 12:08 > max_snapshot_gap 300 s
+    (range(121, 128), [(START, START + dt.timedelta(minutes=120)),
+                       (START + dt.timedelta(minutes=128 - 60), START + dt.timedelta(minutes=180))]),
+    # 12:01..12:04 missing: 5 minutes is still one window
+    (range(121, 125), [(START, START + dt.timedelta(minutes=180))]),
+])
+def test_hot_queue_window_breaks_only_at_a_snapshot_gap_longer_than_the_maximum(spark, missing, windows):
+    rows = without_minutes(offsets_rows("ORDERS", hot_rates(), 180), missing)
+    found = sorted((r["first_seen"], r["last_seen"]) for r in findings(spark, rows))
+    assert found == windows
+
+
+def test_hot_queue_fires_once_per_hot_stretch(spark):
+    # 30% for 90 minutes, even for 90, 30% again for 120: two windows, the second from the
+    # trailing hour of its first hot snapshot to the end
+    def rate(minute):
+        return 10 if 90 < minute <= 180 else 30
+    found = sorted((r["first_seen"], r["last_seen"]) for r in
+                   findings(spark, offsets_rows("ORDERS", hot_rates(hot_rate=rate), 300)))
+    assert len(found) == 2
+    (first_from, first_to), (second_from, second_to) = found
+    assert (first_from, second_to) == (START, START + dt.timedelta(minutes=300))
+    assert START + dt.timedelta(minutes=90) <= first_to < second_from
+
+
+@pytest.mark.parametrize("start", [START, START + dt.timedelta(minutes=7, seconds=30)])
+def test_hot_queue_lag_growth_reads_the_window_first_and_last_snapshot(spark, start):
+    # the slow group's lag on the hot queue is 100 at the window's first snapshot, 0 in between
+    # and 101 at its last: it grew by 1 over the window (the ends are inclusive, and fall on a
+    # quarter hour or between two); every other queue's lag stays 0
+    def lag(mq, minute):
+        if mq != ("broker-a", 3):
+            return 0
+        return {0: 100, 90: 101}.get(minute, 0)
+    slow = offsets_rows("ORDERS", hot_rates(), 90, group="slow", lag=lag, start=start)
+    shrinking = offsets_rows("ORDERS", hot_rates(), 90, group="shrinking", start=start,
+                             lag=lambda mq, minute: {0: 100, 90: 99}.get(minute, 0) if mq == ("broker-a", 3) else 0)
+    [row] = findings(spark, slow, shrinking)
+    assert (row["first_seen"], row["last_seen"]) == (start, start + dt.timedelta(minutes=90))
+    assert (row["severity"], row["evidence"].rsplit("; ", 1)[-1]) == ("WARN", "lag grew on this queue only for slow")
+
+
 MUST_NOT_BE_HOT = [
     ("even round robin", offsets_rows("EVEN", {mq: 12 + (mq[1] % 2) for mq in EIGHT_QUEUES}, 180)),
     ("retry topic", offsets_rows("%RETRY%g1", hot_rates(), 180)),
