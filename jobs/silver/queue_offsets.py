@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.silver.dedup import filter_first_per_snapshot
@@ -59,6 +59,7 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         .alias("broker_offset_delta"),
         (F.col("consumer_offset") - F.lag("consumer_offset").over(by_queue))
         .alias("consumer_offset_delta"),
+        *snapshot_neighbours(by_queue),
         "date",
     )
     return with_time_lag(offsets).select(*COLUMNS)
@@ -70,6 +71,18 @@ COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", 
            "broker_offset_delta", "consumer_offset_delta", "date"]
 
 
+NO_NEXT_SNAPSHOT = 2**63 - 1  # ``_next_ms`` of a queue's last snapshot
+
+
+def snapshot_neighbours(by_queue: Window) -> list[Column]:
+    """``_next_ms`` (the queue's next snapshot, epoch ms; ``NO_NEXT_SNAPSHOT`` after its last)
+    and ``_first_ms`` (its first snapshot) over ``by_queue``: the queue's snapshots by ``ts``."""
+    ms = F.unix_millis(F.col("ts"))
+    return [F.coalesce(F.lead(ms).over(by_queue), F.lit(NO_NEXT_SNAPSHOT)).alias("_next_ms"),
+            F.first(ms).over(by_queue.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+            .alias("_first_ms")]
+
+
 def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     """Add ``time_lag_seconds``: how long the oldest unconsumed message (the one at
     ``consumer_offset``) has been waiting at this snapshot — measured, never extrapolated.
@@ -79,7 +92,9 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
       the message at consumerOffset − 1, facts §5.1), nor than the latest snapshot whose
       ``broker_offset`` (the queue's max offset) was still ≤ ``consumer_offset`` — the message did
       not exist then;
-    - it is not later than the first snapshot whose ``broker_offset`` exceeded ``consumer_offset``.
+    - it is not later than the snapshot right after that latest one (the queue's first snapshot
+      when there is none): broker offsets only grow, truncation aside, so that is the first
+      snapshot whose ``broker_offset`` exceeded ``consumer_offset``.
     The column is ``ts`` minus the earliest possible store time (the larger of the two lower
     bounds), capped by the upper bound — i.e. the longest the message can have waited. On a busy
     queue ``last_consumed_at`` is milliseconds before the oldest message's own store time; after an
@@ -89,47 +104,53 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     Both bounds come from one sort of the queue's broker offsets and consumer offsets together
     (no self-join): rows are ordered by offset, a snapshot's broker offset ranking before an equal
     consumer offset, so for each consumer offset the broker-offset rows before it are the snapshots
-    with ``broker_offset ≤ consumer_offset`` and those after it exceed it. Broker offsets only grow
-    (truncation aside), so "after it" is also "from that snapshot on". Assumes one row per queue
-    and ``ts`` (de-duplicated snapshots) and non-null queue keys and offsets (bronze requires them).
+    with ``broker_offset ≤ consumer_offset``; the latest of them, and the next snapshot of the
+    latest (each snapshot carries its next one's time), are running maxima. Assumes one row per
+    queue and ``ts`` (de-duplicated snapshots) and non-null queue keys and offsets (bronze
+    requires them). ``_next_ms`` and ``_first_ms`` (``snapshot_neighbours``) are used when the
+    input has them — ``build_queue_offsets`` takes them from its own window over ``ts`` — else
+    computed here.
     """
+    if "_next_ms" not in offsets_df.columns:
+        by_ts = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        offsets_df = offsets_df.select("*", *snapshot_neighbours(by_ts))
+    columns = [c for c in offsets_df.columns if c not in ("_next_ms", "_first_ms")]
+    ms = F.unix_millis(F.col("ts"))
     # A non-literal rank column: Sail cannot sort rows whose rank is a literal of a union branch.
     zero = F.col("broker_offset") * 0
     # Each snapshot becomes two entries on its queue's offset line, its broker offset and its
     # consumer offset, and the latter carries the rest of the row: the input is referenced once.
     # A union of two selects joined back to the input built the de-duplicated snapshots three
     # times, and the join's hash table could overflow Sail's memory pool.
-    rest = [c for c in offsets_df.columns if c not in QUEUE_KEY]
+    rest = [c for c in offsets_df.columns if c not in QUEUE_KEY and c != "_next_ms"]
     row = F.struct(*[F.col(c) for c in rest])
     entries = F.array(
-        F.struct(F.col("broker_offset").alias("_offset"), zero.alias("_is_query"),
-                 F.col("ts").alias("_ts"), F.when(zero == 1, row).alias("_row")),
+        F.struct(F.col("broker_offset").alias("_offset"), zero.alias("_is_query"), ms.alias("_ms"),
+                 F.col("_next_ms").alias("_next"), F.when(zero == 1, row).alias("_row")),
         F.struct(F.col("consumer_offset").alias("_offset"), (zero + 1).alias("_is_query"),
-                 F.col("ts").alias("_ts"), row.alias("_row")))
-    # (_offset, _is_query, _ts) is a total order within a queue, so "the rows after" are "the
-    # rows before" in the reverse order: both bounds are running aggregates, which both engines
-    # compute in one pass (a frame up to unbounded following cost far more on Sail). The reverse
-    # order is spelt with negated offsets: given ``desc()``, Sail reversed the first sort into a
-    # window that holds all its input in memory instead of sorting again.
-    up = Window.partitionBy(*QUEUE_KEY).orderBy("_offset", "_is_query", "_ts")
-    down = Window.partitionBy(*QUEUE_KEY).orderBy(-F.col("_offset"), -F.col("_is_query"),
-                                                  F.col("_ts").desc())
-    before = (Window.unboundedPreceding, -1)
-    broker_ts = F.when(F.col("_is_query") == 0, F.col("_ts"))
+                 ms.alias("_ms"), F.when(zero == 1, F.col("_next_ms")).alias("_next"),
+                 row.alias("_row")))
+    # One window, running maxima only: a second, reverse-ordered window for the first snapshot
+    # above the consumer offset cost more than the rest of silver.queue_offsets (benchmarks/RESULTS.md).
+    before = (Window.partitionBy(*QUEUE_KEY).orderBy("_offset", "_is_query", "_ms")
+              .rowsBetween(Window.unboundedPreceding, -1))
     bounds = (offsets_df.select(*QUEUE_KEY, F.explode(entries).alias("_e"))
-              .select(*QUEUE_KEY, "_e._offset", "_e._is_query", "_e._ts", "_e._row")
-              .select(*QUEUE_KEY, "_offset", "_is_query", "_ts", "_row",
-                      F.max(broker_ts).over(up.rowsBetween(*before)).alias("_not_yet_stored_at"))
-              .select(*QUEUE_KEY, "_is_query", "_row", "_not_yet_stored_at",
-                      F.min(broker_ts).over(down.rowsBetween(*before)).alias("_stored_by"))
+              .select(*QUEUE_KEY, "_e._offset", "_e._is_query", "_e._ms", "_e._next", "_e._row")
+              .select(*QUEUE_KEY, "_is_query", "_row",
+                      F.max(F.when(F.col("_is_query") == 0, F.col("_ms"))).over(before)
+                      .alias("_latest_ms"),
+                      F.max("_next").over(before).alias("_after_ms"))
               .where(F.col("_is_query") == 1)
-              .select(*QUEUE_KEY, *[F.col("_row")[c].alias(c) for c in rest],
-                      "_not_yet_stored_at", "_stored_by"))
-    lower = F.greatest("last_consumed_at", "_not_yet_stored_at")
-    since = F.least(lower, "_stored_by")
+              .select(*QUEUE_KEY, *[F.col("_row")[c].alias(c) for c in rest], "_latest_ms",
+                      "_after_ms"))
+    not_yet_stored_at = F.timestamp_millis("_latest_ms")
+    stored_by = F.when(F.col("_after_ms") != NO_NEXT_SNAPSHOT,
+                       F.timestamp_millis(F.coalesce("_after_ms", "_first_ms")))
+    lower = F.greatest("last_consumed_at", not_yet_stored_at)
+    since = F.least(lower, stored_by)
     waited = (F.unix_millis("ts") - F.unix_millis(since)) / F.lit(1000.0)
     return bounds.select(
-        *offsets_df.columns,
+        *columns,
         F.when(F.col("lag") == 0, F.lit(0.0))
         .when(lower.isNotNull(), F.greatest(waited, F.lit(0.0)))
         .cast("double").alias("time_lag_seconds"))

@@ -208,12 +208,21 @@ def test_time_lag_is_the_age_of_the_oldest_unconsumed_message(spark):
         ("c", "g", "t", "b", 1, at(0), 50, 40, 10, at(-2), DAY),
         # no history and nothing ever consumed: unknown
         ("c", "g", "t", "b", 2, at(0), 50, 0, 50, None, DAY),
+        # a topic deleted and re-created at 10:02: its offsets start again. Message 10 was
+        # stored after 10:02:30 (lastTimestamp) and by 10:03, not when offset 10 was first
+        # exceeded before the reset (10:00)
+        ("c", "g", "t", "b", 3, at(0), 100, 100, 0, at(-1), DAY),
+        ("c", "g", "t", "b", 3, at(1), 110, 100, 10, at(-1), DAY),
+        ("c", "g", "t", "b", 3, at(2), 5, 0, 5, None, DAY),
+        ("c", "g", "t", "b", 3, at(3), 20, 10, 10, at(2, 30), DAY),
     ]
     actual = with_time_lag(spark.createDataFrame(rows, schema)).select(
         "queue_id", "ts", "time_lag_seconds")
     expected = spark.createDataFrame([
         (0, at(0), 0.0), (0, at(1), 60.0), (0, at(2), 120.0), (0, at(3), 90.0),
         (1, at(0), 120.0), (2, at(0), None),
+        # 10:01: the latest snapshot at or below offset 100 is the re-created queue's, after it: 0
+        (3, at(0), 0.0), (3, at(1), 0.0), (3, at(2), None), (3, at(3), 30.0),
     ], "queue_id int, ts timestamp, time_lag_seconds double")
     actual = spark.createDataFrame(actual.collect(), actual.schema)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
