@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from jobs.silver.dedup import filter_first_per_snapshot
@@ -74,7 +74,7 @@ COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", 
 NO_NEXT_SNAPSHOT = 2**63 - 1  # ``_next_ms`` of a queue's last snapshot
 
 
-def snapshot_neighbours(by_queue: Window) -> list[Column]:
+def snapshot_neighbours(by_queue: WindowSpec) -> list[Column]:
     """``_next_ms`` (the queue's next snapshot, epoch ms; ``NO_NEXT_SNAPSHOT`` after its last)
     and ``_first_ms`` (its first snapshot) over ``by_queue``: the queue's snapshots by ``ts``."""
     ms = F.unix_millis(F.col("ts"))
