@@ -34,6 +34,7 @@ from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_s
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
+from jobs.ingest.landing_source import read_partitions
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
 from jobs.rules.clocks import clock_findings, host_clock_skew, without_skewed_hosts
 from jobs.rules.master_down import (
@@ -85,14 +86,15 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
     it stays for existing callers.
     """
     raw_max = settings.ingest.quarantine_raw_max_chars
+    partitions = read_partitions(settings.engine.read_partitions)
     per_source: dict[str, SourceFrames] = {
         s.name: ingest_json_source(spark, landing, s, run_date, run_id, ingested_at, raw_max,
-                                   stage)
+                                   stage, partitions)
         for s in JSON_SOURCES
     }
     per_source["client_logs"] = ingest_client_logs(
         spark, landing, run_date, run_id, ingested_at, raw_max,
-        settings.ingest.log_zones(), stage)
+        settings.ingest.log_zones(), stage, partitions)
     if sum(f.files for f in per_source.values()) == 0:
         raise NoLandingData(
             f"no landing files for {run_date} under {landing} "

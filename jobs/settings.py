@@ -39,6 +39,8 @@ class EngineSettings(_Section):
     connect_timeout_seconds: float = Field(10, gt=0)
     sail_memory_pool_mib: int = Field(0, ge=0)
     group_batch_rows: int = Field(2_000_000, ge=1)
+    # landing reads are packed into at most this many partitions; 0: this machine's cores
+    read_partitions: int = Field(0, ge=0)
 
 
 _FIXED_OFFSET = re.compile(r"^(?:GMT|UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$")

@@ -25,6 +25,7 @@ from jobs.ingest.landing_files import (
     out_of_window_reason,
     read_lines,
 )
+from jobs.ingest.landing_source import MAX_PARTITIONS
 from jobs.lake import Stage, no_staging
 from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA
 from schemas.landing import CLIENT_LOGS
@@ -66,9 +67,10 @@ def classify_log_lines(lines_df: DataFrame, run_date: dt.date, zone: str | LogZo
 
 def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, run_id: str,
                        ingested_at: dt.datetime, raw_max_chars: int, zone: str | LogZones,
-                       stage: Stage = no_staging) -> SourceFrames:
+                       stage: Stage = no_staging,
+                       max_partitions: int = MAX_PARTITIONS) -> SourceFrames:
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
-    lines = read_lines(spark, files)
+    lines = read_lines(spark, files, max_partitions=max_partitions)
     classified = stage(classify_log_lines(lines, run_date, zone), CLIENT_LOGS)
     return SourceFrames(
         records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,

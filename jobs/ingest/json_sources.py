@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.ingest.bronze import accepted_records, file_counts, quarantine_rows
 from jobs.ingest.json_records import with_status
 from jobs.ingest.landing_files import files_frame, list_landing_files
-from jobs.ingest.landing_source import read_landing
+from jobs.ingest.landing_source import MAX_PARTITIONS, read_landing
 from jobs.lake import Stage, no_staging
 from schemas.landing import JsonSource
 
@@ -32,9 +32,10 @@ def bronze_fields(source: JsonSource) -> list[str]:
 
 def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
                        run_date: dt.date, run_id: str, ingested_at: dt.datetime,
-                       raw_max_chars: int, stage: Stage = no_staging) -> SourceFrames:
+                       raw_max_chars: int, stage: Stage = no_staging,
+                       max_partitions: int = MAX_PARTITIONS) -> SourceFrames:
     files = list_landing_files(landing, source.name, run_date)
-    records = read_landing(spark, source.name, files, run_date)
+    records = read_landing(spark, source.name, files, run_date, max_partitions=max_partitions)
     classified = stage(with_status(records, source, run_date), source.name)
     return SourceFrames(
         records=accepted_records(classified, bronze_fields(source), run_date, run_id,

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.ingest.file_integrity import BINARY_DATA, CONTROL_CHARS
-from jobs.ingest.landing_source import LINES, read_landing
+from jobs.ingest.landing_source import LINES, MAX_PARTITIONS, read_landing
 from jobs.ingest.native_landing import is_native
 
 log = logging.getLogger(__name__)
@@ -79,12 +79,13 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
 
 
 def read_lines(spark: SparkSession, files: list[LandingFile],
-               scratch_dir: Path | None = None) -> DataFrame:
+               scratch_dir: Path | None = None, max_partitions: int = MAX_PARTITIONS) -> DataFrame:
     """All lines of ``files`` as ``LINES_SCHEMA`` rows, numbered per file by the landing data
     source (``jobs.ingest.landing_source``), which also decodes broken gzip and invalid UTF-8
-    line by line. ``scratch_dir`` is not used any more: nothing is copied."""
+    line by line, in about ``max_partitions`` partitions. ``scratch_dir`` is not used any more:
+    nothing is copied."""
     del scratch_dir
-    return read_landing(spark, LINES, files)
+    return read_landing(spark, LINES, files, max_partitions=max_partitions)
 
 
 def files_frame(spark: SparkSession, files: list[LandingFile]) -> DataFrame:

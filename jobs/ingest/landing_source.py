@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -72,10 +73,19 @@ from schemas.landing import JSON_SOURCES, JsonSource
 
 FORMAT = "rocketlens_landing"
 SPLIT_BYTES = 64 << 20
-# A scan's partitions are packed into about this many: Sail starts every partition of a scan at
-# once, each thread holding up to 16 batches, so memory grows with their number (the bench M
-# running-info file, 4.8 GB in 75 partitions of 64 MB, peaked at 3.2 GiB; issue #19).
+# A scan's partitions are packed into about this many by default: Sail starts every partition
+# of a scan at once, each thread holding up to 16 batches, so memory grows with their number (the
+# bench M running-info file, 4.8 GB in 75 partitions of 64 MB, peaked at 3.2 GiB; issue #19). The
+# run passes ``engine.read_partitions`` (``read_partitions``).
 MAX_PARTITIONS = 16
+
+
+def read_partitions(setting: int) -> int:
+    """Partitions for a landing read: ``setting``, or this machine's cores when it is 0. Sail
+    reads in threads of one process, where the parsing Python holds the GIL between pyarrow's
+    calls: more partitions than cores only contend (the M running-info read: 26.3 s in 2
+    partitions, 32.0 s in 16 on 2 cores). On a cluster, set it to the executors' cores."""
+    return setting if setting > 0 else (os.cpu_count() or 1)
 
 LINES_SCHEMA = StructType([
     StructField("_source_file", StringType(), False),
@@ -584,10 +594,10 @@ def native_batch(reader: RecordReader, arrow_schema: pa.Schema, run_day: int, pa
 
 
 def read_landing(spark: SparkSession, rows: str, files: list, run_date: dt.date | None = None,
-                 split_bytes: int = SPLIT_BYTES) -> DataFrame:
+                 split_bytes: int = SPLIT_BYTES, max_partitions: int = MAX_PARTITIONS) -> DataFrame:
     """The numbered lines (``rows="lines"``) or a JSON source's classified records of ``files``
-    (``LandingFile``s), one read for all of them; ``run_date`` tells the reader which accepted
-    lines need not be carried."""
+    (``LandingFile``s), one read for all of them, in about ``max_partitions`` partitions;
+    ``run_date`` tells the reader which accepted lines need not be carried."""
     spark.dataSource.register(LandingDataSource)
     listed = [(f.rel_path, str(f.path), f.folder_date.isoformat()) for f in files]
     run_day = (run_date - dt.date(1970, 1, 1)).days if run_date else 0
@@ -595,5 +605,6 @@ def read_landing(spark: SparkSession, rows: str, files: list, run_date: dt.date 
             .option("rows", rows)
             .option("files", json.dumps(listed))
             .option("split_bytes", str(split_bytes))
+            .option("max_partitions", str(max_partitions))
             .option("run_day", str(run_day))
             .load())

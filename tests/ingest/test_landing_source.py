@@ -4,6 +4,7 @@ and the JSON rules it keeps where the engines' own readers disagreed."""
 import datetime as dt
 import gzip
 import json
+import os
 import re
 
 import pytest
@@ -20,6 +21,7 @@ from jobs.ingest.landing_source import (
     plan_ranges,
     range_chunks,
     read_landing,
+    read_partitions,
 )
 from schemas.landing import CONNECTIONS, OFFSETS, RUNNING_INFO
 
@@ -205,3 +207,8 @@ def test_the_control_byte_check_finds_what_the_control_pattern_finds():
     # multi-byte UTF-8 (CJK, emoji, U+0080-U+009F) holds no byte below 0x80: not a control byte
     assert not has_control_bytes("消费者组 \U0001F600 \u0085 \t\r\x1b[31m".encode())
     assert has_control_bytes("消费者组\x00".encode())
+
+
+def test_read_partitions_are_the_setting_or_this_machines_cores():
+    assert read_partitions(3) == 3
+    assert read_partitions(0) == (os.cpu_count() or 1)
