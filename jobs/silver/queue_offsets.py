@@ -144,8 +144,9 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
               .select(*QUEUE_KEY, *[F.col("_row")[c].alias(c) for c in rest], "_latest_ms",
                       "_after_ms"))
     not_yet_stored_at = F.timestamp_millis("_latest_ms")
-    stored_by = F.when(F.col("_after_ms") != NO_NEXT_SNAPSHOT,
-                       F.timestamp_millis(F.coalesce("_after_ms", "_first_ms")))
+    # null _after_ms: no snapshot at or below the consumer offset, so the first one is above it
+    after_ms = F.coalesce("_after_ms", "_first_ms")
+    stored_by = F.when(after_ms != NO_NEXT_SNAPSHOT, F.timestamp_millis(after_ms))
     lower = F.greatest("last_consumed_at", not_yet_stored_at)
     since = F.least(lower, stored_by)
     waited = (F.unix_millis("ts") - F.unix_millis(since)) / F.lit(1000.0)

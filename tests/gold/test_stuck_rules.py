@@ -215,6 +215,10 @@ def test_time_lag_is_the_age_of_the_oldest_unconsumed_message(spark):
         ("c", "g", "t", "b", 3, at(1), 110, 100, 10, at(-1), DAY),
         ("c", "g", "t", "b", 3, at(2), 5, 0, 5, None, DAY),
         ("c", "g", "t", "b", 3, at(3), 20, 10, 10, at(2, 30), DAY),
+        # every snapshot is above the consumer offset: the message existed at the first one, so
+        # it waited since then at least, whatever a lastTimestamp from a clock ahead says
+        ("c", "g", "t", "b", 4, at(0), 50, 40, 10, at(0, 30), DAY),
+        ("c", "g", "t", "b", 4, at(2), 60, 40, 20, at(0, 30), DAY),
     ]
     actual = with_time_lag(spark.createDataFrame(rows, schema)).select(
         "queue_id", "ts", "time_lag_seconds")
@@ -223,6 +227,7 @@ def test_time_lag_is_the_age_of_the_oldest_unconsumed_message(spark):
         (1, at(0), 120.0), (2, at(0), None),
         # 10:01: the latest snapshot at or below offset 100 is the re-created queue's, after it: 0
         (3, at(0), 0.0), (3, at(1), 0.0), (3, at(2), None), (3, at(3), 30.0),
+        (4, at(0), 0.0), (4, at(2), 120.0),
     ], "queue_id int, ts timestamp, time_lag_seconds double")
     actual = spark.createDataFrame(actual.collect(), actual.schema)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
