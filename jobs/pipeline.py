@@ -117,14 +117,10 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
     return {**group_silver_frames(bronze, settings), **cluster_silver_frames(bronze)}
 
 
-def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings,
-                        stage: lake.Stage = lake.no_staging) -> dict[str, DataFrame]:
+def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
     """The silver tables whose rows depend on their own consumer group's records only: each can
-    be computed from one batch of whole groups (``in_batch``). ``stage`` stores the process
-    queues, which the clock check under queue_ownership reads too: unstaged, that table's plan
-    exploded every running-info snapshot's queues again (the whole M day: 39.2 s, against 15.9 s
-    on the stored process queues)."""
-    process_queues = stage(build_process_queues(bronze["running_info"]), "silver.process_queues.rows")
+    be computed from one batch of whole groups (``in_batch``)."""
+    process_queues = build_process_queues(bronze["running_info"])
     # a host whose log clock is whole hours off running info gives no ownership claims
     # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
     ownership_logs = without_skewed_hosts(
@@ -516,7 +512,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
         inputs = split(stored, "group", group_plan)
         silver = write_batched("silver", "group", group_plan, lambda b: group_silver_frames(
-            inputs.batch(b), settings, batch_stage(b)))
+            inputs.batch(b), settings))
         silver = silver.with_whole(write_batched(  # one batch: every group
             "silver", "group", [[]], lambda _b: cluster_silver_frames(stored)).whole)
         silver |= write_batched("silver", "group", group_plan, lambda b: member_frames(
