@@ -6,6 +6,8 @@ of snapshots and thousands of claims a day). Both helpers here keep the equi-joi
 
 - ``join_recent``: adds a time bucket as wide as the window to the join key, so a left row
   meets only the right rows of its own and the previous bucket;
+- ``join_between``: offers each left row to every bucket its ``[start, end]`` spans and each
+  right row to its own, so a left row meets only the right rows of its range's buckets;
 - ``merge_intervals``: melts overlapping or touching ``[start, end)`` intervals of a key into
   one, so a range join meets a handful of intervals instead of every claim.
 """
@@ -37,6 +39,20 @@ def join_recent(left: DataFrame, right: DataFrame, on: list[str], ts: str, at: s
     window_start = F.timestamp_millis(F.unix_millis(F.col(ts)) - F.lit(width))
     return (left_b.join(right_b, on=[*on, _BUCKET], how="inner")
             .where((F.col(at) > window_start) & (F.col(at) <= F.col(ts)))
+            .drop(_BUCKET))
+
+
+def join_between(left: DataFrame, right: DataFrame, on: list[str], start: str, end: str,
+                 at: str, bucket_seconds: int) -> DataFrame:
+    """Inner join of ``left`` and ``right`` on ``on`` where ``left[start] ≤ right[at] ≤
+    left[end]`` (non-null bounds). A right row lies in one bucket of ``bucket_seconds``, which the
+    left row's range spans, so it meets that left row once; for ranges a few buckets long."""
+    width = bucket_seconds * 1000
+    left_b = left.withColumn(_BUCKET, F.explode(F.sequence(_bucket(F.col(start), width),
+                                                           _bucket(F.col(end), width))))
+    right_b = right.withColumn(_BUCKET, _bucket(F.col(at), width))
+    return (left_b.join(right_b, on=[*on, _BUCKET], how="inner")
+            .where(F.col(at).between(F.col(start), F.col(end)))
             .drop(_BUCKET))
 
 

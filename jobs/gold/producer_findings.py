@@ -38,7 +38,8 @@ from pyspark.sql.types import ArrayType, StringType
 
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
 from jobs.lake import Stage, no_staging
-from jobs.rules.episodes import minutes_between, with_episode_id
+from jobs.rules.episodes import minutes_between, number_episodes, with_episode_id
+from jobs.time_joins import join_between
 
 FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
                    "minutes", "share", "even_share", "groups", "evidence", "severity"]
@@ -133,22 +134,17 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFra
 
 def hot_episodes(hot_df: DataFrame, max_gap_seconds: int) -> DataFrame:
     """The hot snapshots ``hot_df`` (interval rows, each with its queue's previous snapshot
-    ``prev_ts``) with ``_episode``: numbered as ``with_episode_id`` numbers consecutive flagged
-    snapshots. A hot snapshot continues an episode when the hot one before it is the one at its
-    ``prev_ts`` (the snapshot in between was hot too) and the gap is at most ``max_gap_seconds``.
+    ``prev_ts``) numbered into ``_episode`` by ``number_episodes``: a hot snapshot continues an
+    episode when the hot one before it is the one at its ``prev_ts`` (the snapshot in between
+    was hot too) and the gap is at most ``max_gap_seconds``.
 
     Why not ``with_episode_id``: it orders every interval row of the day, and a window on Sail
     costs far more than the same rows' join or aggregation (benchmarks/RESULTS.md); here only
     the few hot rows are ordered. Needs each queue's ``prev_ts`` to be its previous row's
     ``ts``, as ``queue_intervals`` gives."""
-    order = Window.partitionBy(*TOPIC_QUEUE).orderBy("ts")
-    gap_ms = F.unix_millis(F.col("ts")) - F.unix_millis(F.col("prev_ts"))
-    continues = (F.lag("ts").over(order) == F.col("prev_ts")) & (gap_ms <= F.lit(max_gap_seconds * 1000))
-    return (hot_df
-            .withColumn("_start", F.when(F.coalesce(continues, F.lit(False)), 0).otherwise(1))
-            .withColumn("_episode", F.sum("_start").over(
-                order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-            .drop("_start"))
+    previous_hot = F.lag("ts").over(Window.partitionBy(*TOPIC_QUEUE).orderBy("ts")) == F.col("prev_ts")
+    return number_episodes(hot_df.withColumn("_prev_ts", F.col("prev_ts")), TOPIC_QUEUE, F.lit(True),
+                           previous_hot, max_gap_seconds)
 
 
 def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
@@ -192,29 +188,19 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
                    & (F.col("share") >= F.col("even_share") * rules.hot_queue_factor)))
 
 
-TIME_BUCKET_MS = 15 * 60_000
-
-
-def _time_bucket(ts: Column) -> Column:
-    """The ``TIME_BUCKET_MS`` slice of time ``ts`` falls in, as a number (an equi-join key)."""
-    return F.floor(F.unix_millis(ts) / F.lit(TIME_BUCKET_MS)).cast("long")
-
-
 def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
     """Per hot window, ``lagging_groups``: the groups whose lag on the hot queue is higher at the
     window's last snapshot than at its first while no other queue of the topic grew for them."""
     offsets = queue_offsets_df.select(
         "cluster", "topic", "group", F.col("broker_name").alias("_broker"), F.col("queue_id").alias("_queue"),
-        F.col("ts").alias("_ts"), "lag", _time_bucket(F.col("ts")).alias("_bucket"))
+        F.col("ts").alias("_ts"), "lag")
     key = [*TOPIC_QUEUE, "first_seen"]
-    # each window meets only the offsets of the buckets it spans, each of them once: joined on
-    # the topic alone, every window met all of its topic's rows of the day. The first and last
-    # lag by min_by/max_by (silver.queue_offsets has one row per group, queue and snapshot): a
+    # a window (≥ 60 min) meets only the offsets of the quarter hours it spans: joined on the
+    # topic alone, every window met all of its topic's rows of the day. The first and last lag
+    # by min_by/max_by (silver.queue_offsets has one row per group, queue and snapshot): a
     # min/max of a struct is slow on Sail (these two were 11 of lag growth's 13 s at M)
-    spans = windows_df.select(*key, "last_seen", F.explode(F.sequence(
-        _time_bucket(F.col("first_seen")), _time_bucket(F.col("last_seen")))).alias("_bucket"))
-    joined = spans.join(offsets, ["cluster", "topic", "_bucket"], "inner").where(
-        F.col("_ts").between(F.col("first_seen"), F.col("last_seen")))
+    joined = join_between(windows_df.select(*key, "last_seen"), offsets, ["cluster", "topic"],
+                          "first_seen", "last_seen", "_ts", 15 * 60)
     per_queue = (joined.groupBy(*key, "group", "_broker", "_queue")
                  .agg(F.min_by("lag", "_ts").alias("_start"), F.max_by("lag", "_ts").alias("_end"))
                  .withColumn("_growth", F.col("_end") - F.col("_start"))
