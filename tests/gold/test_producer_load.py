@@ -175,6 +175,10 @@ def test_hot_queue_lag_growth_reads_the_window_first_and_last_snapshot(spark, st
 
 MUST_NOT_BE_HOT = [
     ("even round robin", offsets_rows("EVEN", {mq: 12 + (mq[1] % 2) for mq in EIGHT_QUEUES}, 180)),
+    # a collector that missed ten minutes: the interval after the gap carries every queue's
+    # messages of those minutes at once, evenly
+    ("even, snapshots missed", without_minutes(
+        offsets_rows("EVEN_GAPS", {mq: 12 + (mq[1] % 2) for mq in EIGHT_QUEUES}, 180), range(60, 70))),
     ("retry topic", offsets_rows("%RETRY%g1", hot_rates(), 180)),
     ("dead-letter topic", offsets_rows("%DLQ%g1", hot_rates(), 180)),
     ("three queues", offsets_rows("SMALL", hot_rates(hot=("broker-a", 2), hot_rate=300,
