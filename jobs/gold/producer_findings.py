@@ -86,7 +86,8 @@ def _hhmm(ts: Column) -> Column:
 
 # --- HOT_QUEUE ------------------------------------------------------------------------------------
 
-def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFrame:
+def with_trailing_share(intervals_df: DataFrame, window_minutes: int,
+                        queues_df: DataFrame | None = None) -> DataFrame:
     """Add, per interval, the queue's and the topic's messages over the intervals ending in the
     trailing ``window_minutes`` (``_q_sum``, ``_t_sum``), the start of the earliest of them
     (``_span_start``), running totals (``_q_cum``, ``_t_cum``) and, at the snapshot minute, the
@@ -98,7 +99,8 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFra
 
     The topic's and the brokers' sums run over one row per broker and snapshot time, joined back:
     a window over every queue row sorted the topic's rows once per window (a third of the
-    producer findings at M, benchmarks/RESULTS.md)."""
+    producer findings at M, benchmarks/RESULTS.md). ``queues_df`` (``TOPIC_QUEUE`` keys): only
+    these queues' rows are returned, their topic sums still taken over every row."""
     width = window_minutes * 60_000
 
     def trailing(window):
@@ -124,12 +126,60 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int) -> DataFra
                  .select("cluster", "topic", "_ts_ms",
                          F.sum("_in").over(trailing(topic)).alias("_t_sum"),
                          F.sum("_in").over(so_far(topic)).alias("_t_cum")))
+    if queues_df is not None:
+        rows = rows.join(queues_df.select(*TOPIC_QUEUE), on=TOPIC_QUEUE, how="left_semi")
     return (rows
             .withColumn("_q_sum", F.sum("messages_in").over(trailing(queue)))
             .withColumn("_span_start", F.min("prev_ts").over(trailing(queue)))
             .withColumn("_q_cum", F.sum("messages_in").over(so_far(queue)))
             .join(per_topic, ["cluster", "topic", "_ts_ms"])
             .join(active, ["cluster", "topic", "broker_name", "_ts_ms"]))
+
+
+def possibly_hot_queues(intervals_df: DataFrame, window_minutes: int, factor: float) -> DataFrame:
+    """``TOPIC_QUEUE`` of the queues that can be hot at some snapshot (``hot_queue_windows``):
+    a necessary test on quarter-window buckets, by aggregates only, so that the trailing windows
+    run over these queues' rows alone (a handful of a large day's; those windows were half of
+    the producer findings at M, benchmarks/RESULTS.md).
+
+    With buckets of a quarter window ``B``, the trailing window ``(t − 4B, t]`` of a snapshot in
+    bucket ``b`` lies within buckets ``b−4 … b`` and holds buckets ``b−3 … b−1`` whole. So the
+    queue's trailing sum is at most ``Q5`` (its messages in ``b−4 … b``), the topic's at least
+    ``T3`` (the topic's in ``b−3 … b−1``), and the active queues at most ``N``, the most interval
+    rows the topic has in one minute (``with_trailing_share`` counts them per minute). A hot
+    snapshot has ``Q ≥ factor / active × T`` with ``Q > 0``, hence ``Q5 > 0`` and
+    ``Q5 × N ≥ factor × T3``; a queue where that fails in every bucket it has rows in is never
+    hot. A hot snapshot's trailing intervals also reach back a whole window (from a ``prev_ts``
+    at or before ``t − 4B``), so its bucket is at least 4 after the bucket of the queue's first
+    ``prev_ts``: the start of the data, where ``T3`` is short, is no candidate. Messages in are
+    never negative (``queue_intervals``)."""
+    bucket_ms = window_minutes * 15_000
+    topic = ["cluster", "topic"]
+    bucketed = intervals_df.select(*TOPIC_QUEUE, "messages_in", F.floor(
+        F.unix_millis(F.col("ts")) / F.lit(bucket_ms)).cast("long").alias("_b"))
+    per_queue = bucketed.groupBy(*TOPIC_QUEUE, "_b").agg(F.sum("messages_in").alias("_q"))
+    first = intervals_df.groupBy(*TOPIC_QUEUE).agg(F.floor(
+        F.unix_millis(F.min("prev_ts")) / F.lit(bucket_ms)).cast("long").alias("_first"))
+    # each bucket's sum offered to the buckets whose windows count it
+    q5 = (per_queue.select(*TOPIC_QUEUE, "_q", F.explode(F.sequence(
+        F.col("_b"), F.col("_b") + 4)).alias("_at"))
+        .groupBy(*TOPIC_QUEUE, "_at").agg(F.sum("_q").alias("_q5")))
+    t3 = (per_queue.groupBy(*topic, "_b").agg(F.sum("_q").alias("_t"))
+          .select(*topic, "_t", F.explode(F.sequence(F.col("_b") + 1, F.col("_b") + 3)).alias("_at"))
+          .groupBy(*topic, "_at").agg(F.sum("_t").alias("_t3")))
+    most_per_minute = (intervals_df.groupBy(*topic, F.date_trunc("minute", "ts").alias("_m"))
+                       .agg(F.count(F.lit(1)).alias("_rows"))
+                       .groupBy(*topic).agg(F.max("_rows").alias("_n")))
+    # slack for rounding: the hot test divides in double precision
+    possible = (F.col("_at") >= F.col("_first") + 4) & (F.col("_q5") > 0) & (F.col("_q5") * F.col("_n")
+                                     >= F.lit(factor * (1 - 1e-9)) * F.coalesce("_t3", F.lit(0)))
+    return (per_queue.select(*TOPIC_QUEUE, F.col("_b").alias("_at"))
+            .join(q5, on=[*TOPIC_QUEUE, "_at"], how="inner")
+            .join(t3, on=[*topic, "_at"], how="left")
+            .join(most_per_minute, on=topic, how="inner")
+            .join(first, on=TOPIC_QUEUE, how="inner")
+            .where(possible)
+            .select(*TOPIC_QUEUE).distinct())
 
 
 def hot_episodes(hot_df: DataFrame, max_gap_seconds: int) -> DataFrame:
@@ -147,7 +197,8 @@ def hot_episodes(hot_df: DataFrame, max_gap_seconds: int) -> DataFrame:
                            previous_hot, max_gap_seconds)
 
 
-def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFrame:
+def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules, *,
+                      every_queue: bool = False) -> DataFrame:
     """Windows of a queue whose trailing ``hot_min_minutes`` share stays ≥ factor × even share.
 
     A snapshot is hot when the intervals ending in the trailing window span the whole window and
@@ -157,10 +208,14 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules) -> DataFram
     to the last snapshot; it is kept when the topic received ≥ ``min_messages`` in it and the
     queue's share over the whole window still passes. Returns ``date, cluster, topic,
     broker_name, queue_id, first_seen, last_seen, minutes, share, even_share, queue_messages,
-    topic_messages``.
+    topic_messages``. The trailing windows run over the queues that can be hot
+    (``possibly_hot_queues``), or ``every_queue``: the plain reading the tests compare with.
     """
     width_ms = rules.hot_min_minutes * 60_000
-    shared = with_trailing_share(intervals_df.where(is_producer_topic(F.col("topic"))), rules.hot_min_minutes)
+    produced = intervals_df.where(is_producer_topic(F.col("topic")))
+    queues = (None if every_queue
+              else possibly_hot_queues(produced, rules.hot_min_minutes, rules.hot_queue_factor))
+    shared = with_trailing_share(produced, rules.hot_min_minutes, queues)
     threshold = F.when(F.col("_active_queues") > 0, F.lit(rules.hot_queue_factor) / F.col("_active_queues"))
     # no division where the topic got nothing: Sail evaluates both sides of "&" (ANSI: x / 0 fails)
     trailing_share = F.when(F.col("_t_sum") > 0, F.col("_q_sum") / F.col("_t_sum"))
