@@ -22,6 +22,8 @@ from jobs.ingest.client_logs import (
     _TEMPLATES,
     _groups_and_tail,
     _groups_of_a_match,
+    header_groups,
+    layout_fields,
     message_from,
     regexp_groups,
 )
@@ -61,6 +63,19 @@ CRAFTED = [
     "MessageExt [brokerName=b, queueId=1, storeSize=1, queueOffset=2, sysFlag=0, storeHost=/h:1, "
     "msgId=M, reconsumeTimes=3, toString()=Message{topic='T', flag=0}]",
     "2025-03-14T10:00:01 INFO RocketmqClient-95 - ",
+    # near the plain header read by substrings (header_groups) and the 4.9 layout
+    "2025-03-14 10:00:01,1234 INFO RocketmqClient - more fraction digits",
+    "2025-03-14 10:00:01,123] INFO RocketmqClient - a bracket after the time",
+    "2025-03-14 10:00:01.123 ERROR MQClientFactoryScheduledThread - five letters",
+    "2025-03-14 10:00:01,123 INFO  RocketmqClient - a padded level",
+    "2025-03-14 10:00:01,123 INFO {thread} INFO x - a braced token",
+    "2025-03-14 10:00:01,123 INFO RocketmqClient -no space",
+    "2025-03-14 10:00:01,123 INFO RocketmqClient - ",
+    "2025-03-14 10:00:01,123 INFO a|b - c - d\ne",
+    "2025-03-14 10:00:01,123 WARNING RocketmqClient - seven letters",
+    "2025-03-14 10:00:01,123 NOTICE RocketmqClient - six letters",
+    "2025-03-14 10:00:01,123 INFO RocketmqClient  - two spaces before the dash",
+    "2025-03-14 10:00:01,123",
     "2025-03-14 10:00:01",
     "not a log line at all - the cached message count exceeds the threshold 1",
     "",
@@ -89,9 +104,11 @@ def differences(df, new, old) -> list:
 
 def test_header_head_and_tail_equal_the_whole_line_groups(lines_df):
     line = F.col("line")
-    new = F.when(line.rlike(_HEADER), _groups_and_tail(line, _HEADER, range(1, 5)))
     old = regexp_groups(line, _HEADER + _TAIL, 5)
+    new = F.when(line.rlike(_HEADER), _groups_and_tail(line, _HEADER, range(1, 5)))
     assert differences(lines_df, new, old) == []
+    # the substrings of the plain header give the same
+    assert differences(lines_df, header_groups(line), old) == []
     # the sample reaches the fallback: a dated line holding U+0001
     assert lines_df.where(line.rlike(_HEADER) & line.contains("\u0001")).count() >= 2
 
@@ -104,6 +121,15 @@ def test_layout_head_and_tail_equal_the_whole_pattern_groups(lines_df, layout):
     old = F.when(rest.rlike(layout.pattern), _groups_of_a_match(rest, layout.pattern, layout.refs))
     assert differences(lines_df, new, old) == []
     assert lines_df.where(rest.rlike(layout.pattern)).count() > 0, "no line of this layout"
+
+
+def test_layout_fields_are_the_first_whole_pattern_that_fits(lines_df):
+    rest = F.col("rest")
+    old = F.lit(None).cast("array<string>")
+    for layout in reversed(_LAYOUTS):
+        old = F.when(rest.rlike(layout.pattern), F.concat(F.array(F.lit(layout.name)), _groups_of_a_match(
+            rest, layout.pattern, layout.refs))).otherwise(old)
+    assert differences(lines_df, layout_fields(rest), old) == []
 
 
 def test_only_the_cpp_layout_keeps_its_whole_pattern():
