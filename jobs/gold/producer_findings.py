@@ -171,8 +171,9 @@ def possibly_hot_queues(intervals_df: DataFrame, window_minutes: int, factor: fl
                        .agg(F.count(F.lit(1)).alias("_rows"))
                        .groupBy(*topic).agg(F.max("_rows").alias("_n")))
     # slack for rounding: the hot test divides in double precision
-    possible = (F.col("_at") >= F.col("_first") + 4) & (F.col("_q5") > 0) & (F.col("_q5") * F.col("_n")
-                                     >= F.lit(factor * (1 - 1e-9)) * F.coalesce("_t3", F.lit(0)))
+    bound = F.lit(factor * (1 - 1e-9)) * F.coalesce("_t3", F.lit(0))
+    possible = ((F.col("_at") >= F.col("_first") + 4) & (F.col("_q5") > 0)
+                & (F.col("_q5") * F.col("_n") >= bound))
     return (per_queue.select(*TOPIC_QUEUE, F.col("_b").alias("_at"))
             .join(q5, on=[*TOPIC_QUEUE, "_at"], how="inner")
             .join(t3, on=[*topic, "_at"], how="left")
