@@ -23,7 +23,8 @@ _BUCKET = "_time_bucket"
 _FOREVER_MILLIS = 253402300799000  # 9999-12-31 23:59:59: an open end while merging
 
 
-def _bucket(ts: Column, width_millis: int) -> Column:
+def time_bucket(ts: Column, width_millis: int) -> Column:
+    """The number of the ``width_millis`` wide slice of time ``ts`` lies in (epoch-aligned)."""
     return F.floor(F.unix_millis(ts) / F.lit(width_millis)).cast("long")
 
 
@@ -33,9 +34,9 @@ def join_recent(left: DataFrame, right: DataFrame, on: list[str], ts: str, at: s
     left[ts]``. ``at`` in (ts − w, ts] lies in ts's bucket of width w or the one before, so each
     right row is offered to its own bucket and the next."""
     width = max(int(window_seconds * 1000), 1)
-    left_b = left.withColumn(_BUCKET, _bucket(F.col(ts), width))
-    right_b = right.withColumn(_BUCKET, F.explode(F.array(_bucket(F.col(at), width),
-                                                          _bucket(F.col(at), width) + 1)))
+    left_b = left.withColumn(_BUCKET, time_bucket(F.col(ts), width))
+    right_b = right.withColumn(_BUCKET, F.explode(F.array(time_bucket(F.col(at), width),
+                                                          time_bucket(F.col(at), width) + 1)))
     window_start = F.timestamp_millis(F.unix_millis(F.col(ts)) - F.lit(width))
     return (left_b.join(right_b, on=[*on, _BUCKET], how="inner")
             .where((F.col(at) > window_start) & (F.col(at) <= F.col(ts)))
@@ -48,9 +49,9 @@ def join_between(left: DataFrame, right: DataFrame, on: list[str], start: str, e
     left[end]`` (non-null bounds). A right row lies in one bucket of ``bucket_seconds``, which the
     left row's range spans, so it meets that left row once; for ranges a few buckets long."""
     width = bucket_seconds * 1000
-    left_b = left.withColumn(_BUCKET, F.explode(F.sequence(_bucket(F.col(start), width),
-                                                           _bucket(F.col(end), width))))
-    right_b = right.withColumn(_BUCKET, _bucket(F.col(at), width))
+    left_b = left.withColumn(_BUCKET, F.explode(F.sequence(time_bucket(F.col(start), width),
+                                                           time_bucket(F.col(end), width))))
+    right_b = right.withColumn(_BUCKET, time_bucket(F.col(at), width))
     return (left_b.join(right_b, on=[*on, _BUCKET], how="inner")
             .where(F.col(at).between(F.col(start), F.col(end)))
             .drop(_BUCKET))

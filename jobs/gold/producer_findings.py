@@ -39,7 +39,7 @@ from pyspark.sql.types import ArrayType, StringType
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
 from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import minutes_between, number_episodes, with_episode_id
-from jobs.time_joins import join_between
+from jobs.time_joins import join_between, time_bucket
 
 FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
                    "minutes", "share", "even_share", "groups", "evidence", "severity"]
@@ -155,11 +155,10 @@ def possibly_hot_queues(intervals_df: DataFrame, window_minutes: int, factor: fl
     never negative (``queue_intervals``)."""
     bucket_ms = window_minutes * 15_000
     topic = ["cluster", "topic"]
-    bucketed = intervals_df.select(*TOPIC_QUEUE, "messages_in", F.floor(
-        F.unix_millis(F.col("ts")) / F.lit(bucket_ms)).cast("long").alias("_b"))
-    per_queue = bucketed.groupBy(*TOPIC_QUEUE, "_b").agg(F.sum("messages_in").alias("_q"))
-    first = intervals_df.groupBy(*TOPIC_QUEUE).agg(F.floor(
-        F.unix_millis(F.min("prev_ts")) / F.lit(bucket_ms)).cast("long").alias("_first"))
+    per_queue = (intervals_df.groupBy(*TOPIC_QUEUE, time_bucket(F.col("ts"), bucket_ms).alias("_b"))
+                 .agg(F.sum("messages_in").alias("_q")))
+    first = intervals_df.groupBy(*TOPIC_QUEUE).agg(
+        time_bucket(F.min("prev_ts"), bucket_ms).alias("_first"))
     # each bucket's sum offered to the buckets whose windows count it
     q5 = (per_queue.select(*TOPIC_QUEUE, "_q", F.explode(F.sequence(
         F.col("_b"), F.col("_b") + 4)).alias("_at"))
