@@ -91,9 +91,10 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int,
     """Add, per interval, the queue's and the topic's messages over the intervals ending in the
     trailing ``window_minutes`` (``_q_sum``, ``_t_sum``), the start of the earliest of them
     (``_span_start``), running totals (``_q_cum``, ``_t_cum``) and, at the snapshot minute, the
-    queues of its brokers that received anything in the trailing window (``_active_queues``): a
-    broker that gets nothing (shunned, write permission off, master down) is out of the publish
-    list, so the others' even share is larger.
+    queues of its brokers that received anything in the trailing window (``_active_queues``, each
+    queue once however often the minute snapshots it): a broker that gets nothing (shunned,
+    write permission off, master down) is out of the publish list, so the others' even share is
+    larger.
     Assumes a topic's queues are snapshotted within the same minute, as one collector pass does,
     and non-null keys and ``ts`` (bronze requires them): the joins back would drop a row without.
 
@@ -113,15 +114,20 @@ def with_trailing_share(intervals_df: DataFrame, window_minutes: int,
     queue = Window.partitionBy(*TOPIC_QUEUE).orderBy("_ts_ms")
     topic = Window.partitionBy("cluster", "topic").orderBy("_ts_ms")
     broker = Window.partitionBy("cluster", "topic", "broker_name").orderBy("_ts_ms")
-    minute = Window.partitionBy("cluster", "topic", "_minute")
     per_broker = (rows.groupBy("cluster", "topic", "broker_name", "_ts_ms")
                   .agg(F.sum("messages_in").alias("_in"), F.count("*").alias("_n"),
                        F.date_trunc("minute", F.max("ts")).alias("_minute"))
                   .withColumn("_b_sum", F.sum("_in").over(trailing(broker))))
-    active = (per_broker
-              .withColumn("_active_queues", F.sum(F.when(F.col("_b_sum") > 0, F.col("_n"))
-                                                  .otherwise(0)).over(minute))
-              .select("cluster", "topic", "broker_name", "_ts_ms", "_active_queues"))
+    # a broker's queues in a minute: the most one of its snapshots in that minute holds, so a
+    # collector that polls twice a minute does not count every queue twice
+    active_per_minute = (per_broker
+                         .groupBy("cluster", "topic", "broker_name", "_minute")
+                         .agg(F.max(F.when(F.col("_b_sum") > 0, F.col("_n")).otherwise(0)).alias("_queues"))
+                         .groupBy("cluster", "topic", "_minute")
+                         .agg(F.sum("_queues").alias("_active_queues")))
+    active = (per_broker.select("cluster", "topic", "broker_name", "_ts_ms", "_minute")
+              .join(active_per_minute, ["cluster", "topic", "_minute"])
+              .drop("_minute"))
     per_topic = (per_broker.groupBy("cluster", "topic", "_ts_ms").agg(F.sum("_in").alias("_in"))
                  .select("cluster", "topic", "_ts_ms",
                          F.sum("_in").over(trailing(topic)).alias("_t_sum"),
@@ -146,7 +152,7 @@ def possibly_hot_queues(intervals_df: DataFrame, window_minutes: int, factor: fl
     bucket ``b`` lies within buckets ``b−4 … b`` and holds buckets ``b−3 … b−1`` whole. So the
     queue's trailing sum is at most ``Q5`` (its messages in ``b−4 … b``), the topic's at least
     ``T3`` (the topic's in ``b−3 … b−1``), and the active queues at most ``N``, the most interval
-    rows the topic has in one minute (``with_trailing_share`` counts them per minute). A hot
+    rows the topic has in one minute (``with_trailing_share`` counts no more). A hot
     snapshot has ``Q ≥ factor / active × T`` with ``Q > 0``, hence ``Q5 > 0`` and
     ``Q5 × N ≥ factor × T3``; a queue where that fails in every bucket it has rows in is never
     hot. A hot snapshot's trailing intervals also reach back a whole window (from a ``prev_ts``

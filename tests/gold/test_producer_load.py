@@ -31,17 +31,18 @@ OFFSETS_SCHEMA = StructType([
 EIGHT_QUEUES = [("broker-a", q) for q in range(4)] + [("broker-b", q) for q in range(4)]
 
 
-def offsets_rows(topic, rates, minutes, group="g1", lag=None, start=START, first_offset=1000):
+def offsets_rows(topic, rates, minutes, group="g1", lag=None, start=START, first_offset=1000, step_seconds=60):
     """One snapshot a minute for ``minutes + 1`` minutes; ``rates[(broker, queue)]`` messages a
-    minute (a number, or a function of the minute); ``lag((broker, queue), minute)`` the group's lag."""
+    minute (a number, or a function of the minute); ``lag((broker, queue), minute)`` the group's lag.
+    ``step_seconds=30``: a collector polling twice a minute, ``minute`` and the rates then per step."""
     rows = []
     for (broker, queue), rate in rates.items():
         offset = first_offset
-        for minute in range(minutes + 1):
+        for minute in range(minutes * 60 // step_seconds + 1):
             if minute:
                 offset += rate(minute) if callable(rate) else rate
-            rows.append((DAY, "c1", group, topic, broker, queue, start + dt.timedelta(minutes=minute), offset,
-                         lag((broker, queue), minute) if lag else 0))
+            rows.append((DAY, "c1", group, topic, broker, queue, start + dt.timedelta(seconds=minute * step_seconds),
+                         offset, lag((broker, queue), minute) if lag else 0))
     return rows
 
 
@@ -179,6 +180,9 @@ MUST_NOT_BE_HOT = [
     # messages of those minutes at once, evenly
     ("even, snapshots missed", without_minutes(
         offsets_rows("EVEN_GAPS", {mq: 12 + (mq[1] % 2) for mq in EIGHT_QUEUES}, 180), range(60, 70))),
+    # a collector polling twice a minute: each queue counts once among the eight active ones, so
+    # broker-a:3 at 15 of 85 messages (17.6%, 1.4x the even 12.5%) is not hot
+    ("even, snapshotted every 30 s", offsets_rows("EVEN_30S", hot_rates(hot_rate=15), 180, step_seconds=30)),
     ("retry topic", offsets_rows("%RETRY%g1", hot_rates(), 180)),
     ("dead-letter topic", offsets_rows("%DLQ%g1", hot_rates(), 180)),
     ("three queues", offsets_rows("SMALL", hot_rates(hot=("broker-a", 2), hot_rate=300,

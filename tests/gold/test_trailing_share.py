@@ -4,7 +4,8 @@ it must equal the same sums taken by windows over every queue row.
 The reference below is that plain reading: each sum a range window over the rows of its topic
 or broker. The intervals reach the corners: brokers snapshotted at different seconds of a
 minute, two queues whose ts differ by microseconds only (one millisecond), a broker that gets
-nothing for a while, a gap longer than the window, two topics and two clusters.
+nothing for a while, a gap longer than the window, a topic snapshotted twice a minute (each
+queue counts once among the active queues), two topics and two clusters.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def reference(intervals_df, window_minutes: int):
             .withColumn("_q_cum", F.sum("messages_in").over(queue.rangeBetween(*so_far)))
             .withColumn("_t_cum", F.sum("messages_in").over(topic.rangeBetween(*so_far)))
             .withColumn("_b_sum", F.sum("messages_in").over(broker.rangeBetween(*trailing)))
-            .withColumn("_active_queues", F.sum(F.when(F.col("_b_sum") > 0, 1).otherwise(0)).over(
-                Window.partitionBy("cluster", "topic", F.date_trunc("minute", "ts"))))
+            .withColumn("_active_queues", F.size(F.collect_set(
+                F.when(F.col("_b_sum") > 0, F.struct("broker_name", "queue_id"))).over(
+                Window.partitionBy("cluster", "topic", F.date_trunc("minute", "ts")))).cast("long"))
             .drop("_b_sum"))
 
 
@@ -49,17 +51,18 @@ def intervals() -> list[tuple]:
     rng = random.Random(19)
     rows = []
     topics = [("c1", "orders", {"broker-a": 3, "broker-b": 2}), ("c1", "pay", {"broker-a": 4}),
-              ("c2", "orders", {"broker-a": 2, "broker-c": 2})]
+              ("c2", "orders", {"broker-a": 2, "broker-c": 2}), ("c2", "half-minutes", {"broker-a": 2, "broker-b": 3})]
     for cluster, topic, brokers in topics:
+        step = 30 if topic == "half-minutes" else 60  # a collector that polls twice a minute
         for broker, queues in brokers.items():
-            offset_s = rng.randrange(0, 50)  # each broker's snapshot second within the minute
+            offset_s = rng.randrange(0, step - 10)  # each broker's snapshot second within the step
             for queue_id in range(queues):
                 prev = None
-                for minute in range(0, 60):
+                for minute in range(0, 60 * 60 // step):
                     if 30 <= minute < 45 and topic == "orders" and cluster == "c1":
                         continue  # a gap longer than the window
                     # queue 1 of broker-a is a few microseconds after queue 0: the same millisecond
-                    ts = START + dt.timedelta(minutes=minute, seconds=offset_s,
+                    ts = START + dt.timedelta(seconds=minute * step + offset_s,
                                               microseconds=7 * queue_id if broker == "broker-a" else 0)
                     quiet = broker == "broker-b" and 10 <= minute < 25
                     messages = 0 if quiet else rng.choice([0, 1, 5, 40, 300])
@@ -84,3 +87,7 @@ def test_sums_over_per_timestamp_rows_equal_windows_over_every_queue_row(spark, 
     assert expected.where("_active_queues > 0 and _active_queues < 5").count() > 0
     assert df.groupBy("cluster", "topic", F.unix_millis("ts")).agg(
         F.countDistinct("ts").alias("n")).where("n > 1").count() > 0
+    # a queue snapshotted twice in a minute counts once among the active queues
+    twice = df.groupBy("cluster", "topic", "broker_name", "queue_id", F.date_trunc("minute", "ts")).count()
+    assert twice.where("count > 1").count() > 0
+    assert expected.where("topic = 'half-minutes'").agg(F.max("_active_queues")).first()[0] == 5
