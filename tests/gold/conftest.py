@@ -16,6 +16,7 @@ from jobs.pipeline import (
 )
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
+from tests.conftest import TEST_ENGINE
 
 DAY = dt.date(2025, 11, 21)
 # Part of the day is enough for every fault; the simulator still runs the day up to the window.
@@ -29,6 +30,19 @@ WINDOWS = {
     "client-leaves": ("09:50", "10:20"),
     "master-down": ("01:05", "01:58"),
 }
+
+
+# The days the classic-Spark pass of `make test` runs: the healthy day (the no-fault guard) and
+# the master-down day (its fault with its controls). Each other single-fault day costs 70-150 s
+# there (15 s on Sail) and is a `heavy_day` left to `make test-spark-days`; its rules run on both
+# engines in the unit tests of tests/rules and tests/gold, and the mixed real-cluster and
+# consumer-kinds days run on both.
+CLASSIC_DAYS = {"healthy", "master-down"}
+
+
+def classic_days(scenarios):
+    """``scenarios`` as pytest params, each not in ``CLASSIC_DAYS`` marked ``heavy_day``."""
+    return [s if s in CLASSIC_DAYS else pytest.param(s, marks=pytest.mark.heavy_day) for s in scenarios]
 
 
 def run_layers(spark, landing, staging, settings=Settings()):
@@ -54,6 +68,8 @@ def scenario_day(spark, tmp_path_factory):
 
     def get(name):
         if name not in cache:
+            # a test reading another day there must be marked heavy_day (CI time)
+            assert TEST_ENGINE != "spark" or name in CLASSIC_DAYS, f"mark the test heavy_day: {name}"
             root = tmp_path_factory.mktemp(name)
             truth = simulate(name, DAY, root / "landing", seed=0, window=WINDOWS[name])
             cache[name] = (truth, run_layers(spark, root / "landing", root / "staging"))

@@ -3,6 +3,8 @@ engines, and a simulated duplicate-client-id day end to end in memory."""
 
 import datetime as dt
 
+import pytest
+
 from jobs.gold.group_health import build_group_health
 from jobs.gold.incidents import REMEDIATION, SCHEMA, build_incidents
 from tests.gold.test_rebalance import DOUBLE_OWNED, EVENTS, HEALTH_OFFSETS, ORPHANED, STUCK, assert_frames
@@ -133,6 +135,7 @@ def test_a_quiet_day_has_no_incidents(spark):
     assert build_incidents(*empty, spark.createDataFrame([], SCHEMA), 10).count() == 0
 
 
+@pytest.mark.heavy_day
 def test_the_duplicate_client_id_day_gives_duplicate_client_id_incidents(scenario_day, spark):
     """The simulated fault through every layer: its incidents name the cause and its queues, and
     the healthy day has none above INFO."""

@@ -3,7 +3,7 @@ every finding, its window, lags, root cause and would-be owner — nothing more,
 
 import pytest
 
-from tests.gold.conftest import expected, iso
+from tests.gold.conftest import classic_days, expected, iso
 
 SCENARIOS = ["healthy", "duplicate-client-id", "topicb-subscription", "strategy-mismatch",
              "consumer-crash", "slow-message", "client-leaves"]
@@ -43,20 +43,21 @@ def assert_queue_findings_equal_truth(gold, truth, stuck_key):
         stuck_key(r) for r in expected(truth, "expected_stuck_queues"))
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", classic_days(SCENARIOS))
 def test_orphaned_queues_equal_the_truth(scenario_day, scenario):
     truth, layers = scenario_day(scenario)
     assert found(layers["gold"]["orphaned_queues"], orphan_key) == sorted(
         orphan_key(r) for r in expected(truth, "expected_orphaned_queues"))
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", classic_days(SCENARIOS))
 def test_double_owned_queues_equal_the_truth(scenario_day, scenario):
     truth, layers = scenario_day(scenario)
     assert found(layers["gold"]["double_owned_queues"], double_key) == sorted(
         double_key(r) for r in expected(truth, "expected_double_owned_queues"))
 
 
+@pytest.mark.heavy_day
 def test_scenarios_with_orphans_have_them(scenario_day):
     """Guards the equality tests above against an empty truth."""
     for scenario in ("duplicate-client-id", "topicb-subscription", "strategy-mismatch",
@@ -65,6 +66,7 @@ def test_scenarios_with_orphans_have_them(scenario_day):
         assert expected(truth, "expected_orphaned_queues"), scenario
 
 
+@pytest.mark.heavy_day
 def test_topicb_orphans_queues_8_to_15_and_names_the_member_without_topic_b(scenario_day):
     _, layers = scenario_day("topicb-subscription")
     rows = layers["gold"]["orphaned_queues"].collect()
@@ -76,6 +78,7 @@ def test_topicb_orphans_queues_8_to_15_and_names_the_member_without_topic_b(scen
     assert all(f"{member} do not subscribe billing-TopicB" in r.evidence for r in rows)
 
 
+@pytest.mark.heavy_day
 def test_duplicate_id_evidence_names_the_id(scenario_day):
     _, layers = scenario_day("duplicate-client-id")
     for r in layers["gold"]["orphaned_queues"].collect():

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from jobs.gold.group_health import build_group_health
 from jobs.gold.strategy_whatif import build_strategy_whatif
-from tests.gold.conftest import expected, iso
+from tests.gold.conftest import classic_days, expected, iso
 from tests.pipeline.assertions import comparable
 
 VECTORS = Path(__file__).resolve().parents[1] / "data" / "vectors" / "allocation_vectors_public.jsonl"
@@ -54,7 +54,7 @@ def event_key(r):
             r["clients_after"], r["queues_moved"], r.get("flaps_per_hour"))
 
 
-@pytest.mark.parametrize("scenario", EVENT_SCENARIOS)
+@pytest.mark.parametrize("scenario", classic_days(EVENT_SCENARIOS))
 def test_rebalance_events_equal_the_truth(scenario_day, scenario):
     truth, layers = scenario_day(scenario)
     found = []
@@ -65,6 +65,7 @@ def test_rebalance_events_equal_the_truth(scenario_day, scenario):
     assert sorted(found) == sorted(event_key(r) for r in expected(truth, "expected_rebalance_events"))
 
 
+@pytest.mark.heavy_day
 def test_client_leaves_reports_the_leave_with_8_queues_moved(scenario_day):
     _, layers = scenario_day("client-leaves")
     [row] = layers["gold"]["rebalance_events"].where("topic = 'TopicTest'").collect()
@@ -73,6 +74,7 @@ def test_client_leaves_reports_the_leave_with_8_queues_moved(scenario_day):
     assert row.evidence.startswith("10.0.0.2@4102#1700000000002 unregistered")
 
 
+@pytest.mark.heavy_day
 def test_topicb_storm_is_subscription_changed_flapping_with_its_frequency(scenario_day):
     _, layers = scenario_day("topicb-subscription")
     [row] = layers["gold"]["rebalance_events"].collect()
@@ -89,6 +91,7 @@ WHATIF_COLUMNS = ["rebalances", "queues_moved", "max_queues_per_client", "min_qu
                   "orphaned_queue_minutes"]
 
 
+@pytest.mark.heavy_day
 def test_client_leaves_whatif_equals_the_truth(scenario_day):
     truth, layers = scenario_day("client-leaves")
     found = {(r.group, r.topic, r.strategy): r.asDict()
@@ -102,6 +105,7 @@ def test_client_leaves_whatif_equals_the_truth(scenario_day):
                 assert got[column] == r[column], (r["topic"], r["strategy"], column)
 
 
+@pytest.mark.heavy_day
 def test_client_leaves_whatif_matches_the_java_vectors(scenario_day):
     """Seed 003's table: AVG moves 8, AVG_BY_CIRCLE 18, CONSISTENT_HASH (10 vnodes) 6; the
     per-client sizes are those RocketMQ's own classes returned before and after the leave."""
@@ -122,6 +126,7 @@ def test_client_leaves_whatif_matches_the_java_vectors(scenario_day):
     assert (found["AVG"].queues_moved, found["CONSISTENT_HASH"].queues_moved) == (8, 6)
 
 
+@pytest.mark.heavy_day
 def test_topicb_no_strategy_owns_the_queues_handed_to_the_member_without_b(scenario_day):
     """t2 never runs B's allocation, so its AVG slice (queues 8-15) is unowned whenever the
     group has live members; every strategy leaves some of B unowned."""
@@ -149,6 +154,7 @@ def test_healthy_groups_are_ok(scenario_day, spark):
         ("OK", 0, ())}
 
 
+@pytest.mark.heavy_day
 def test_topicb_group_is_critical_with_the_storm_among_its_findings(scenario_day, spark):
     _, layers = scenario_day("topicb-subscription")
     g = layers["gold"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobs.simulate.run import simulate
-from tests.gold.conftest import DAY, expected, iso, run_layers
+from tests.gold.conftest import DAY, classic_days, expected, iso, run_layers
 
 SCENARIOS = ["healthy", "duplicate-client-id", "topicb-subscription", "strategy-mismatch",
              "consumer-crash", "slow-message", "client-leaves"]
@@ -55,7 +55,7 @@ def lone_crash(spark, tmp_path_factory):
     return truth, run_layers(spark, root / "landing", root / "staging")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", classic_days(SCENARIOS))
 def test_stuck_queues_equal_the_truth(scenario_day, scenario):
     truth, layers = scenario_day(scenario)
     assert_equal_to_truth(layers["gold"]["stuck_queues"], truth)
@@ -81,6 +81,7 @@ def test_lone_consumer_crash_orphans_are_no_live_consumer_as_the_truth_says(lone
     assert {r.root_cause for r in rows} == {"NO_LIVE_CONSUMER"}
 
 
+@pytest.mark.heavy_day
 def test_slow_message_is_one_finding_with_the_blocking_offset_and_its_release(scenario_day):
     truth, layers = scenario_day("slow-message")
     (want,) = expected(truth, "expected_stuck_queues")
@@ -94,6 +95,7 @@ def test_slow_message_is_one_finding_with_the_blocking_offset_and_its_release(sc
     assert "send expire msg back" in got.evidence
 
 
+@pytest.mark.heavy_day
 def test_scenarios_with_stuck_queues_have_them(scenario_day):
     """Guards the equality tests above against an empty truth."""
     for scenario in ("duplicate-client-id", "topicb-subscription", "strategy-mismatch",
@@ -102,7 +104,7 @@ def test_scenarios_with_stuck_queues_have_them(scenario_day):
         assert expected(truth, "expected_stuck_queues"), scenario
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", classic_days(SCENARIOS))
 def test_no_stuck_finding_on_a_queue_with_lag_0_or_a_moving_offset(scenario_day, scenario):
     """Burrow's rules on the whole scenario: every finding's snapshots lag and share one offset."""
     _, layers = scenario_day(scenario)
@@ -117,6 +119,7 @@ def test_no_stuck_finding_on_a_queue_with_lag_0_or_a_moving_offset(scenario_day,
     assert bad == 0
 
 
+@pytest.mark.heavy_day
 def test_time_lag_is_0_at_lag_0_and_grows_with_the_pinned_offset(scenario_day):
     _, layers = scenario_day("slow-message")
     q = layers["silver"]["queue_offsets"]
