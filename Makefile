@@ -42,16 +42,22 @@ chromium:
 	  exit 1; \
 	fi
 
+# Two pytest workers (pytest-xdist), a test file each at a time: one process alone keeps about
+# one core busy (small frames: the engines wait on the driver), two keep both. Each worker opens
+# its own session and builds the session fixtures it needs. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 test-sail: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q -m "not spark_only"
+	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q $(XDIST) -m "not spark_only"
 
 test-spark: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "not delta and not sail_only and not heavy_day"
+	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q $(XDIST) -m "not delta and not sail_only and not heavy_day"
 
 # The scenario days of one scenario each on classic Spark (the mixed days run in test-spark);
 # never part of `make test`, for CI time. Sail runs them all in test-sail.
 test-spark-days: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q -m "heavy_day and not delta and not sail_only"
+	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q $(XDIST) -m "heavy_day and not delta and not sail_only"
 
 test-airflow: $(STAMP)  # the DAG-run tests start the project venv's CLI and Sail server
 	PY=$(PY) bash airflow/run_tests.sh
