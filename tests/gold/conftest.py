@@ -36,7 +36,7 @@ WINDOWS = {
 # the master-down day (its fault with its controls). Each other single-fault day costs 70-150 s
 # there (15 s on Sail) and is a `heavy_day` left to `make test-spark-days`; its rules run on both
 # engines in the unit tests of tests/rules and tests/gold, and the mixed real-cluster and
-# consumer-kinds days run on both.
+# consume-stalls days run on both.
 CLASSIC_DAYS = {"healthy", "master-down"}
 
 

@@ -11,6 +11,10 @@ from jobs.simulate.run import simulate
 from tests.gold.conftest import DAY, run_layers
 from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth
 
+# classic Spark: in `make test-spark-days` (CI time); the consume-stalls day, which holds every
+# consumer kind too, runs in the classic pass
+pytestmark = pytest.mark.heavy_day
+
 WINDOW = ("09:50", "10:20")
 NO_OWNERSHIP = {"GID_bcast_config", "GID_pop_orders"}
 
