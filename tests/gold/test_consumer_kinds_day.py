@@ -97,7 +97,6 @@ def test_a_host_logging_in_utc_is_one_info_clock_finding(kinds_day):
     assert log_claims.where("client_id LIKE '10.0.25.12@%'").count() > 0
 
 
-@pytest.mark.heavy_day
 def test_with_the_host_mapped_to_utc_its_log_is_on_time_and_clean(spark, tmp_path):
     settings = Settings(ingest={"client_log_timezones": {"k8s-node-*": "UTC"}})
     simulate("utc-log-host", DAY, tmp_path / "landing", seed=0, window=WINDOW)
