@@ -38,7 +38,7 @@ from pyspark.sql.types import ArrayType, StringType
 
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
 from jobs.lake import Stage, no_staging
-from jobs.rules.episodes import minutes_between, number_episodes, with_episode_id
+from jobs.rules.episodes import minutes_between, number_flagged_rows, with_episode_id
 from jobs.time_joins import join_between, time_bucket
 
 FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
@@ -190,17 +190,9 @@ def possibly_hot_queues(intervals_df: DataFrame, window_minutes: int, factor: fl
 
 def hot_episodes(hot_df: DataFrame, max_gap_seconds: int) -> DataFrame:
     """The hot snapshots ``hot_df`` (interval rows, each with its queue's previous snapshot
-    ``prev_ts``) numbered into ``_episode`` by ``number_episodes``: a hot snapshot continues an
-    episode when the hot one before it is the one at its ``prev_ts`` (the snapshot in between
-    was hot too) and the gap is at most ``max_gap_seconds``.
-
-    Why not ``with_episode_id``: it orders every interval row of the day, and a window on Sail
-    costs far more than the same rows' join or aggregation (benchmarks/RESULTS.md); here only
-    the few hot rows are ordered. Needs each queue's ``prev_ts`` to be its previous row's
-    ``ts``, as ``queue_intervals`` gives."""
-    previous_hot = F.lag("ts").over(Window.partitionBy(*TOPIC_QUEUE).orderBy("ts")) == F.col("prev_ts")
-    return number_episodes(hot_df.withColumn("_prev_ts", F.col("prev_ts")), TOPIC_QUEUE, F.lit(True),
-                           previous_hot, max_gap_seconds)
+    ``prev_ts``, as ``queue_intervals`` gives) numbered into ``_episode`` among themselves
+    (``number_flagged_rows``)."""
+    return number_flagged_rows(hot_df, TOPIC_QUEUE, max_gap_seconds)
 
 
 def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules, *,

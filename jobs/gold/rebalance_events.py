@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.lake import Stage, no_staging
-from jobs.rules.episodes import with_episode_id
+from jobs.rules.episodes import number_flagged_rows, with_episode_id
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.subscription import changed_topics, heartbeat_topics
 from jobs.silver.dedup import filter_first_per_key
@@ -49,6 +49,9 @@ TRIGGERS = ("CLIENT_EXPIRED", "CLIENT_LEFT", "CLIENT_JOINED", "SUBSCRIPTION_CHAN
             "ROUTE_CHANGED", "FLAPPING")
 GROUP_KEY = ["cluster", "group"]
 TOPIC_KEY = ["cluster", "group", "topic"]
+OBSERVATION_KEY = [*GROUP_KEY, "client_id", "topic", "ts"]
+
+
 def _empty_ids() -> Column:
     return F.array().cast("array<string>")
 
@@ -102,14 +105,18 @@ def assignment_observations(log_events_df: DataFrame, running_info_df: DataFrame
     """``cluster, group, client_id, topic, ts, queues, mq_all_size``: a client's whole set for a
     topic at ``ts`` — each ``rebalanced result changed`` line, and each running-info snapshot per
     topic of its mq_table or subscriptions (an empty set when it holds none). Log lines do not
-    name the cluster; it comes from the group's connection records."""
+    name the cluster; it comes from the group's connection records. One row per (client, topic,
+    ``ts``): a log line wins over a running-info snapshot of the same millisecond, and of equal
+    log lines (a collector's overlap) the first by file and line."""
     mq = lambda q: F.struct(q["topic"], q["broker_name"], q["queue_id"])  # noqa: E731
     clusters = connections_df.select(*GROUP_KEY, "client_id").distinct()
-    logged = (log_events_df.where(F.col("event") == "REBALANCE_RESULT")
-              .join(clusters, on=["group", "client_id"], how="inner")
-              .select(*GROUP_KEY, "client_id", "topic", "ts",
-                      F.array_sort(F.transform(F.coalesce("queues", F.array()), mq))
-                      .alias("queues"), "mq_all_size"))
+    logged = filter_first_per_key(
+        log_events_df.where(F.col("event") == "REBALANCE_RESULT")
+        .join(clusters, on=["group", "client_id"], how="inner")
+        .select(*GROUP_KEY, "client_id", "topic", "ts",
+                F.array_sort(F.transform(F.coalesce("queues", F.array()), mq)).alias("queues"),
+                "mq_all_size", "_source_file", "_line_no"),
+        OBSERVATION_KEY).drop("_source_file", "_line_no")
     snapshots = filter_first_per_key(running_info_df, ["cluster", "group", "client_id", "ts"])
     held = F.filter("mq_table", lambda q: ~F.coalesce(q["dropped"], F.lit(False)))
     topics = F.array_distinct(F.concat(
@@ -121,32 +128,41 @@ def assignment_observations(log_events_df: DataFrame, running_info_df: DataFrame
                         F.array_sort(F.transform(
                             F.filter("_held", lambda q: q["topic"] == F.col("topic")), mq))
                         .alias("queues"),
-                        F.lit(None).cast("int").alias("mq_all_size")))
+                        F.lit(None).cast("int").alias("mq_all_size"))
+                .join(logged.select(*OBSERVATION_KEY), on=OBSERVATION_KEY, how="left_anti"))
     return logged.unionByName(reported)
 
 
 def assignment_rounds(rounds_df: DataFrame, observations_df: DataFrame) -> DataFrame:
     """Per (group, topic, round): ``assignment`` (sorted ``struct<client_id, queues>`` of every
     member present in the round, from its newest observation at or before it) and ``complete``
-    (every member has been observed)."""
+    (every member has been observed).
+
+    The window that finds each member's newest observation carries only its time (unique per
+    client and topic, ``assignment_observations``); the queues are joined back after: a window
+    over every observation's queue array cost twice as much on Sail."""
+    obs_key = [*TOPIC_KEY, "client_id"]
     topics = observations_df.select(*TOPIC_KEY).distinct()
     evaluations = (rounds_df.select(*GROUP_KEY, "ts", F.explode("ids").alias("client_id"))
                    .join(topics, on=GROUP_KEY, how="inner")
-                   .select(*TOPIC_KEY, "client_id", "ts", F.lit(1).alias("_kind"),
-                           F.lit(None).cast(observations_df.schema["queues"].dataType)
-                           .alias("queues")))
-    timeline = observations_df.select(*TOPIC_KEY, "client_id", "ts", F.lit(0).alias("_kind"),
-                                      "queues").unionByName(evaluations)
-    upto = (Window.partitionBy(*TOPIC_KEY, "client_id").orderBy("ts", "_kind")
+                   .select(*obs_key, "ts", F.lit(1).alias("_kind"),
+                           F.lit(None).cast("timestamp").alias("_seen_ts")))
+    observed = observations_df.select(*obs_key, "ts", F.lit(0).alias("_kind"),
+                                      F.col("ts").alias("_seen_ts"))
+    upto = (Window.partitionBy(*obs_key).orderBy("ts", "_kind")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    latest = (timeline.withColumn("_latest", F.last("queues", ignorenulls=True).over(upto))
+    latest = (observed.unionByName(evaluations)
+              .withColumn("_seen_ts", F.last("_seen_ts", ignorenulls=True).over(upto))
               .where(F.col("_kind") == 1))
-    return latest.groupBy(*TOPIC_KEY, "ts").agg(
-        F.array_sort(F.collect_list(F.struct(
-            "client_id", F.coalesce("_latest", F.array().cast(
-                observations_df.schema["queues"].dataType)).alias("queues"))))
-        .alias("assignment"),
-        F.min(F.col("_latest").isNotNull().cast("int")).alias("_complete"))
+    queues_type = observations_df.schema["queues"].dataType
+    queues = observations_df.select(*obs_key, F.col("ts").alias("_seen_ts"),
+                                    F.col("queues").alias("_latest"))
+    return (latest.join(queues, on=[*obs_key, "_seen_ts"], how="left")
+            .groupBy(*TOPIC_KEY, "ts").agg(
+                F.array_sort(F.collect_list(F.struct(
+                    "client_id", F.coalesce("_latest", F.array().cast(queues_type))
+                    .alias("queues")))).alias("assignment"),
+                F.min(F.col("_seen_ts").isNotNull().cast("int")).alias("_complete")))
 
 
 def _owners_by_queue(df: DataFrame, keys: list[str], assignment: str) -> DataFrame:
@@ -167,7 +183,8 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
     """One row per (group, topic, run of changed rounds) that moved ≥ 1 queue.
 
     ``stage`` stores the runs, which four parts read: each read recomputed the lag windows
-    over every round's assignment."""
+    over every round's assignment. Who left or joined is worked out on the changed rounds
+    only (a few of the day's rounds), which are numbered into runs among themselves."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
     state = (assignments_df.where(F.col("_complete") == 1)
              .join(rounds_df, on=[*GROUP_KEY, "ts"], how="inner")
@@ -186,15 +203,13 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
     changed = F.col("prev_assignment").isNotNull() & (
         (F.col("assignment") != F.col("prev_assignment"))
         | (F.col("cid_all") != F.col("prev_cid_all")))
-    flagged = (state
+    flagged = (number_flagged_rows(state.where(F.coalesce(changed, F.lit(False))), TOPIC_KEY,
+                                   rules.max_snapshot_gap_seconds)
                .withColumn("_left", left)
                .withColumn("_expired", F.size(F.array_intersect(
                    left, F.coalesce("prev_stale", _empty_ids()))) > 0)
                .withColumn("_joined", F.coalesce(joined, F.lit(False)))
-               .withColumn("_sub_changed", F.coalesce(sub_changed, F.lit(False)))
-               .transform(lambda df: with_episode_id(df, TOPIC_KEY, F.coalesce(changed, F.lit(False)),
-                                                     rules.max_snapshot_gap_seconds))
-               .where("_flag"))
+               .withColumn("_sub_changed", F.coalesce(sub_changed, F.lit(False))))
     runs = stage(flagged.groupBy(*TOPIC_KEY, "_episode").agg(
         F.min("ts").alias("first_changed"),
         F.max("ts").alias("after_ts"),

@@ -73,6 +73,21 @@ def number_episodes(df: DataFrame, keys: list[str], flag: Column, prev_flag: Col
             .drop("_start", "_prev_candidate"))
 
 
+def number_flagged_rows(flagged_df: DataFrame, keys: list[str], max_gap_seconds: int) -> DataFrame:
+    """``number_episodes`` of rows that are the flagged ones already, each with ``prev_ts``, its
+    key's previous snapshot (flagged or not): a row continues an episode when the flagged row
+    before it is the one at its ``prev_ts`` (no unflagged snapshot in between) and the gap is at
+    most ``max_gap_seconds``.
+
+    Why not ``with_episode_id``: it orders every row of the day, and a window on Sail costs far
+    more than the same rows' join or aggregation (benchmarks/RESULTS.md); here only the few
+    flagged rows are ordered."""
+    previous_flagged = (F.lag("ts").over(Window.partitionBy(*keys).orderBy("ts"))
+                        == F.col("prev_ts"))
+    return number_episodes(flagged_df.withColumn("_prev_ts", F.col("prev_ts")), keys, F.lit(True),
+                           previous_flagged, max_gap_seconds)
+
+
 def interval_start(value: str, max_gap_seconds: int) -> Column:
     """On an episode's first row: ``value`` at the previous snapshot when that one is within
     ``max_gap_seconds`` — the episode covers the snapshot interval that ends at its first

@@ -295,3 +295,43 @@ def test_whatif_has_no_nearby_row_without_rooms(spark):
                                     MEMBERS)
     strategies = sorted(r.strategy for r in build_strategy_whatif(offsets, members).collect())
     assert strategies == ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]
+
+
+LOG_OBSERVATIONS = ("event string, `group` string, client_id string, topic string, ts timestamp, "
+                    "queues array<struct<topic:string,broker_name:string,queue_id:int>>, "
+                    "mq_all_size int, _source_file string, _line_no long")
+RUNNING_OBSERVATIONS = ("cluster string, `group` string, client_id string, ts timestamp, "
+                        "mq_table array<struct<topic:string,broker_name:string,queue_id:int,"
+                        "dropped:boolean>>, subscriptions array<struct<topic:string>>, "
+                        "_source_file string, _line_no long")
+ROUNDS = "cluster string, `group` string, ts timestamp, ids array<string>"
+
+
+def test_an_overlapping_log_line_and_a_snapshot_of_the_same_millisecond_are_one_observation(spark):
+    """A collector that ships a ``rebalanced result changed`` line twice (two files overlap), and
+    a running-info snapshot taken in the same millisecond: one observation of the client's set
+    (the log line: it names the change). Two would list the client twice in the round's
+    assignment and move its queues from "c1" to "c1,c1" — a rebalance that never happened."""
+    from jobs.gold.rebalance_events import assignment_observations, assignment_rounds
+
+    q = lambda n: ("t", "broker-a", n)  # noqa: E731
+    line = ("REBALANCE_RESULT", "g", "c1", "t", T0, [q(0), q(1)], 4)
+    logs = spark.createDataFrame([(*line, "a.log", 5), (*line, "b.log", 2)], LOG_OBSERVATIONS)
+    running = spark.createDataFrame([
+        ("k", "g", "c1", T0, [(*q(0), False)], [("t",)], "ri.json", 1),  # same ms: the log wins
+        ("k", "g", "c2", T1, [(*q(2), False), (*q(3), False)], [("t",)], "ri.json", 2),
+    ], RUNNING_OBSERVATIONS)
+    connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
+                                        "cluster string, `group` string, client_id string")
+    observations = assignment_observations(logs, running, connections)
+    assert sorted((r.client_id, r.ts, len(r.queues), r.mq_all_size)
+                  for r in observations.collect()) == [("c1", T0, 2, 4), ("c2", T1, 2, None)]
+
+    # c2 is first observed at T1: the round at T0 is incomplete, the one at T1 counts it
+    rounds = spark.createDataFrame([("k", "g", T0, ["c1", "c2"]), ("k", "g", T1, ["c1", "c2"])],
+                                   ROUNDS)
+    rows = {r.ts: r for r in assignment_rounds(rounds, observations).collect()}
+    assert rows[T0]._complete == 0 and rows[T1]._complete == 1
+    assert [(a.client_id, [x.queue_id for x in a.queues]) for a in rows[T1].assignment] == [
+        ("c1", [0, 1]), ("c2", [2, 3])]
+    assert [(a.client_id, len(a.queues)) for a in rows[T0].assignment] == [("c1", 2), ("c2", 0)]
