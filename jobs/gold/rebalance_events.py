@@ -41,7 +41,7 @@ from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import number_flagged_rows, with_episode_id
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.subscription import changed_topics, heartbeat_topics
-from jobs.silver.dedup import filter_first_per_key
+from jobs.silver.dedup import filter_first_per_key, first_running_info, mq_table_fields
 
 COLUMNS = ["topic", "ts", "trigger", "clients_before", "clients_after", "queues_moved",
            "flaps_per_hour", "evidence", "cluster", "group", "date"]
@@ -117,7 +117,10 @@ def assignment_observations(log_events_df: DataFrame, running_info_df: DataFrame
                 F.array_sort(F.transform(F.coalesce("queues", F.array()), mq)).alias("queues"),
                 "mq_all_size", "_source_file", "_line_no"),
         OBSERVATION_KEY).drop("_source_file", "_line_no")
-    snapshots = filter_first_per_key(running_info_df, ["cluster", "group", "client_id", "ts"])
+    snapshots = first_running_info(
+        running_info_df, mq_table_fields("topic", "broker_name", "queue_id", "dropped"),
+        F.transform("subscriptions", lambda s: F.struct(s["topic"].alias("topic")))
+        .alias("subscriptions"))
     held = F.filter("mq_table", lambda q: ~F.coalesce(q["dropped"], F.lit(False)))
     topics = F.array_distinct(F.concat(
         F.transform(held, lambda q: q["topic"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.silver.dedup import filter_first_per_key
+from jobs.silver.dedup import first_running_info
 
 SNAPSHOT_KEY = ["cluster", "group", "client_id", "ts"]
 COLUMNS = [*SNAPSHOT_KEY, "topic", "pull_tps", "consume_rt", "consume_ok_tps",
@@ -20,6 +20,6 @@ def build_consume_status(running_info_df: DataFrame) -> DataFrame:
     that keeps failing shows ``consume_failed_tps > 0`` at every snapshot (DESIGN.md §5
     CONSUME_FAILING). A snapshot without a status table gives no rows.
     """
-    snapshots = filter_first_per_key(running_info_df, SNAPSHOT_KEY)
+    snapshots = first_running_info(running_info_df, "date", "status_table")
     return (snapshots.select(*SNAPSHOT_KEY, "date", F.inline("status_table"))
             .select(*COLUMNS))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+RUNNING_INFO_KEY = ["cluster", "group", "client_id", "ts"]
 
 
 def filter_first_per_key(df: DataFrame, keys: list[str]) -> DataFrame:
@@ -30,3 +32,21 @@ def filter_first_per_snapshot(df: DataFrame, keys: list[str]) -> DataFrame:
     first = ((F.row_number().over(window) == 1)
              | ~F.lag("ts").over(window).eqNullSafe(F.col("ts")))
     return df.withColumn("_first", first).where(F.col("_first")).drop("_first")
+
+
+def first_running_info(running_info_df: DataFrame, *columns: str | Column) -> DataFrame:
+    """The first copy of each running-info snapshot (``filter_first_per_key`` on the client and
+    ``ts``) with the key and ``columns`` only.
+
+    Select, then number: a window carries its rows whole through its sort, and a running-info
+    row is ~9 KB (properties, status and process-queue tables). At M the window took 12.7 s over
+    whole rows and 2.5 s over the four mq_table fields ownership reads (benchmarks/RESULTS.md)."""
+    slim = running_info_df.select(*RUNNING_INFO_KEY, "_source_file", "_line_no", *columns)
+    return (filter_first_per_snapshot(slim, RUNNING_INFO_KEY[:-1])
+            .drop("_source_file", "_line_no"))
+
+
+def mq_table_fields(*fields: str) -> Column:
+    """``mq_table`` with only ``fields`` of each entry, for ``first_running_info``."""
+    return F.transform("mq_table", lambda q: F.struct(*[q[f].alias(f) for f in fields])
+                       ).alias("mq_table")

@@ -18,8 +18,11 @@ def build_group_members(connections_df: DataFrame) -> DataFrame:
     ``cid_all`` entries per id = ``processes``, as the broker's ``getAllClientId()`` lists one
     entry per channel.
     """
+    channel = MEMBER_KEY + ["broker_name", "broker_addr", "client_addr"]
+    # only the columns read below through the window: it carries its rows whole through its sort
     channels = filter_first_per_key(
-        connections_df, MEMBER_KEY + ["broker_name", "broker_addr", "client_addr"])
+        connections_df.select(*channel, "language", "version", "consume_type", "message_model",
+                              "date", "_source_file", "_line_no"), channel)
     processes = processes_per_id(channels, MEMBER_KEY)
     details = channels.groupBy(*MEMBER_KEY).agg(
         F.array_sort(F.collect_set("client_addr")).alias("client_addrs"),

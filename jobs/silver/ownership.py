@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds
-from jobs.silver.dedup import filter_first_per_key
+from jobs.silver.dedup import first_running_info, mq_table_fields
 
 COLUMNS = ["cluster", "group", "client_id", "topic", "broker_name", "queue_id", "source",
            "valid_from", "valid_until", "date"]
@@ -21,7 +21,8 @@ COLUMNS = ["cluster", "group", "client_id", "topic", "broker_name", "queue_id", 
 
 def running_info_claims(running_info_df: DataFrame) -> DataFrame:
     """Every non-dropped mq_table entry, valid until that client's next running-info snapshot."""
-    snapshots = filter_first_per_key(running_info_df, ["cluster", "group", "client_id", "ts"])
+    snapshots = first_running_info(running_info_df, "date",
+                                   mq_table_fields("topic", "broker_name", "queue_id", "dropped"))
     nxt = Window.partitionBy("cluster", "group", "client_id").orderBy("ts")
     return (snapshots.withColumn("valid_until", F.lead("ts").over(nxt))
             .select("cluster", "group", "client_id", "ts", "valid_until", "date",

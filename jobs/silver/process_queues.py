@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.silver.dedup import filter_first_per_key
+from jobs.silver.dedup import first_running_info
 
 SNAPSHOT_KEY = ["cluster", "group", "client_id", "ts"]
 
@@ -23,7 +23,7 @@ def build_process_queues(running_info_df: DataFrame) -> DataFrame:
     consumeConcurrentlyMaxSpan. A running-info answer comes from the first channel of a
     client_id only (facts §3), so a duplicated id shows one process's view.
     """
-    snapshots = filter_first_per_key(running_info_df, SNAPSHOT_KEY)
+    snapshots = first_running_info(running_info_df, "date", "mq_table")
     return (snapshots.select(*SNAPSHOT_KEY, "date", F.inline("mq_table"))
             .select(*SNAPSHOT_KEY, "topic", "broker_name", "queue_id",
                     "commit_offset", "cached_msg_min_offset", "cached_msg_max_offset",

@@ -6,13 +6,14 @@ runs beside a clustering push group (or an mq_table-reporting pull group) with t
 which does get the finding: the exclusion, not the data, keeps the others quiet."""
 
 from chispa import assert_df_equality
+from pyspark.sql import functions as F
 
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
 from jobs.rules.models import MODELS_SCHEMA, consumer_models, excluded_groups
-from jobs.silver.client_config import build_client_config
+from jobs.silver.client_config import build_client_config, property_values
 from tests.rules.frames import (
     CLIENT_CONFIG_SCHEMA,
     CONSUME_STATUS_SCHEMA,
@@ -100,6 +101,17 @@ def test_running_info_properties_give_the_model_and_orderliness(spark):
     assert (row.message_model, row.consume_type, row.is_orderly) == (
         "BROADCASTING", "CONSUME_ACTIVELY", True)
 
+
+
+def test_property_values_find_each_key_and_null_where_absent(spark):
+    """The properties are read by their position among the map's keys (issue #19): the first and
+    the last key, a missing key, an empty and a null map."""
+    df = spark.createDataFrame(
+        [(1, {"a": "x", "b": "y", "c": "z"}), (2, {"c": "w"}), (3, {}), (4, None)],
+        "k int, properties map<string,string>")
+    rows = df.select("k", *property_values(F.col("properties"), ("a", "c", "d"))).orderBy("k")
+    assert [tuple(r) for r in rows.collect()] == [
+        (1, "x", "z", None), (2, None, "w", None), (3, None, None, None), (4, None, None, None)]
 
 def state(group, queue_id, minutes, owners, *, lag=500, advancing=()):
     """One queue_state row a minute; the commit moves 10 at the ``advancing`` minutes only."""
