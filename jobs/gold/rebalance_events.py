@@ -49,7 +49,8 @@ TRIGGERS = ("CLIENT_EXPIRED", "CLIENT_LEFT", "CLIENT_JOINED", "SUBSCRIPTION_CHAN
             "ROUTE_CHANGED", "FLAPPING")
 GROUP_KEY = ["cluster", "group"]
 TOPIC_KEY = ["cluster", "group", "topic"]
-OBSERVATION_KEY = [*GROUP_KEY, "client_id", "topic", "ts"]
+CLIENT_TOPIC_KEY = [*TOPIC_KEY, "client_id"]
+OBSERVATION_KEY = [*CLIENT_TOPIC_KEY, "ts"]
 
 
 def _empty_ids() -> Column:
@@ -144,7 +145,7 @@ def assignment_rounds(rounds_df: DataFrame, observations_df: DataFrame) -> DataF
     The window that finds each member's newest observation carries only its time (unique per
     client and topic, ``assignment_observations``); the queues are joined back after: a window
     over every observation's queue array cost twice as much on Sail."""
-    obs_key = [*TOPIC_KEY, "client_id"]
+    obs_key = CLIENT_TOPIC_KEY
     topics = observations_df.select(*TOPIC_KEY).distinct()
     evaluations = (rounds_df.select(*GROUP_KEY, "ts", F.explode("ids").alias("client_id"))
                    .join(topics, on=GROUP_KEY, how="inner")

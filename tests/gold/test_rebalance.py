@@ -10,6 +10,12 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from jobs.gold.group_health import build_group_health
+from jobs.gold.rebalance_events import (
+    RebalanceRules,
+    assignment_observations,
+    assignment_rounds,
+    ownership_changes,
+)
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from tests.gold.conftest import classic_days, expected, iso
 from tests.pipeline.assertions import comparable
@@ -305,6 +311,9 @@ RUNNING_OBSERVATIONS = ("cluster string, `group` string, client_id string, ts ti
                         "dropped:boolean>>, subscriptions array<struct<topic:string>>, "
                         "_source_file string, _line_no long")
 ROUNDS = "cluster string, `group` string, ts timestamp, ids array<string>"
+FULL_ROUNDS = ("cluster string, `group` string, ts timestamp, cid_all array<string>, "
+               "ids array<string>, stale_ids array<string>, "
+               "subs array<struct<client_id:string,topics:array<string>>>")
 
 
 def test_an_overlapping_log_line_and_a_snapshot_of_the_same_millisecond_are_one_observation(spark):
@@ -312,8 +321,6 @@ def test_an_overlapping_log_line_and_a_snapshot_of_the_same_millisecond_are_one_
     a running-info snapshot taken in the same millisecond: one observation of the client's set
     (the log line: it names the change). Two would list the client twice in the round's
     assignment and move its queues from "c1" to "c1,c1" — a rebalance that never happened."""
-    from jobs.gold.rebalance_events import assignment_observations, assignment_rounds
-
     q = lambda n: ("t", "broker-a", n)  # noqa: E731
     line = ("REBALANCE_RESULT", "g", "c1", "t", T0, [q(0), q(1)], 4)
     logs = spark.createDataFrame([(*line, "a.log", 5), (*line, "b.log", 2)], LOG_OBSERVATIONS)
@@ -335,3 +342,17 @@ def test_an_overlapping_log_line_and_a_snapshot_of_the_same_millisecond_are_one_
     assert [(a.client_id, [x.queue_id for x in a.queues]) for a in rows[T1].assignment] == [
         ("c1", [0, 1]), ("c2", [2, 3])]
     assert [(a.client_id, len(a.queues)) for a in rows[T0].assignment] == [("c1", 2), ("c2", 0)]
+
+    # no fault: c1's next snapshot (T2) holds the same two queues, so nothing moved
+    later = spark.createDataFrame(
+        [("k", "g", "c1", T2, [(*q(0), False), (*q(1), False)], [("t",)], "ri.json", 3)],
+        RUNNING_OBSERVATIONS)
+    observations = assignment_observations(logs, running.unionByName(later), connections)
+    members = ["c1", "c2"]
+    rounds = spark.createDataFrame(
+        [("k", "g", ts, members, members, [], [(c, ["t"]) for c in members]) for ts in (T1, T2)],
+        FULL_ROUNDS)
+    changes = ownership_changes(rounds, assignment_rounds(rounds, observations), observations,
+                                RebalanceRules(max_snapshot_gap_seconds=300,
+                                               heartbeat_interval_seconds=30))
+    assert changes.collect() == []

@@ -102,7 +102,6 @@ def test_running_info_properties_give_the_model_and_orderliness(spark):
         "BROADCASTING", "CONSUME_ACTIVELY", True)
 
 
-
 def test_property_values_find_each_key_and_null_where_absent(spark):
     """The properties are read by their position among the map's keys (issue #19): the first and
     the last key, a missing key, an empty and a null map."""
@@ -112,6 +111,7 @@ def test_property_values_find_each_key_and_null_where_absent(spark):
     rows = df.select("k", *property_values(F.col("properties"), ("a", "c", "d"))).orderBy("k")
     assert [tuple(r) for r in rows.collect()] == [
         (1, "x", "z", None), (2, None, "w", None), (3, None, None, None), (4, None, None, None)]
+
 
 def state(group, queue_id, minutes, owners, *, lag=500, advancing=()):
     """One queue_state row a minute; the commit moves 10 at the ``advancing`` minutes only."""
