@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import same_columns
+from jobs.key_numbers import key_numbers
 
 _BUCKET = "_time_bucket"
 _FOREVER_MILLIS = 253402300799000  # 9999-12-31 23:59:59: an open end while merging
@@ -65,8 +66,7 @@ def merge_intervals(df: DataFrame, key: list[str], start: str, end: str) -> Data
     One window sorts every interval, on a key number and the bounds only: carrying the six string
     key columns of the ownership claims through it (with a second window for the island number,
     then an aggregate per island) was several times slower on Sail."""
-    keys = (df.select(*key).distinct()
-            .withColumn("_key", F.row_number().over(Window.orderBy(*key))))
+    keys = key_numbers(df, key, "_key")
     # null-safe: the window this replaces grouped null keys like any other
     same_key = same_columns("_i", "_k", key, null_safe=True)
     end_millis = F.coalesce(F.unix_millis(F.col(end)), F.lit(_FOREVER_MILLIS))

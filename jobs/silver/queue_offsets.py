@@ -5,9 +5,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
+from jobs.key_numbers import key_numbers
 from jobs.silver.dedup import filter_first_per_snapshot
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
+QUEUE_NO = ["_queue"]  # the queue's number (key_numbers) while the windows run
 
 
 def owner_ip(client_ip):
@@ -32,14 +34,17 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
     """
     if "broker_id" not in offsets_df.columns:  # optional (§3.1); bronze written before it
         offsets_df = offsets_df.withColumn("broker_id", F.lit(None).cast("long"))
+    # every window below runs over a queue number (key_numbers), the key's strings joined back at
+    # the end; bronze requires the key, so the inner join drops no row
+    queues = key_numbers(offsets_df, QUEUE_KEY, QUEUE_NO[0])
     snapshots = filter_first_per_snapshot(
-        offsets_df.select(*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset",
-                          "last_timestamp", "client_ip", "broker_id", "_source_file", "_line_no",
-                          "date"),
-        QUEUE_KEY)
-    by_queue = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        offsets_df.join(F.broadcast(queues), on=QUEUE_KEY)
+        .select(*QUEUE_NO, "ts", "broker_offset", "consumer_offset", "pull_offset",
+                "last_timestamp", "client_ip", "broker_id", "_source_file", "_line_no", "date"),
+        QUEUE_NO)
+    by_queue = Window.partitionBy(*QUEUE_NO).orderBy("ts")
     offsets = snapshots.select(
-        *QUEUE_KEY,
+        *QUEUE_NO,
         "ts",
         "broker_offset",
         "consumer_offset",
@@ -52,7 +57,6 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         .alias("last_consumed_at"),
         owner_ip(F.col("client_ip")).alias("owner_ip"),
         (F.trim("client_ip") == "N/A").alias("broker_reports_no_owner"),
-        F.col("topic").startswith("%RETRY%").alias("is_retry_topic"),
         "broker_id",
         F.lag("ts").over(by_queue).alias("prev_ts"),
         (F.col("broker_offset") - F.lag("broker_offset").over(by_queue))
@@ -62,7 +66,9 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         *snapshot_neighbours(by_queue),
         "date",
     )
-    return with_time_lag(offsets).select(*COLUMNS)
+    return (with_time_lag(offsets, QUEUE_NO).join(F.broadcast(queues), on=QUEUE_NO)
+            .withColumn("is_retry_topic", F.col("topic").startswith("%RETRY%"))
+            .select(*COLUMNS))
 
 
 COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", "lag",
@@ -83,7 +89,7 @@ def snapshot_neighbours(by_queue: WindowSpec) -> list[Column]:
             .alias("_first_ms")]
 
 
-def with_time_lag(offsets_df: DataFrame) -> DataFrame:
+def with_time_lag(offsets_df: DataFrame, key: list[str] = QUEUE_KEY) -> DataFrame:
     """Add ``time_lag_seconds``: how long the oldest unconsumed message (the one at
     ``consumer_offset``) has been waiting at this snapshot — measured, never extrapolated.
 
@@ -109,10 +115,11 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     queue and ``ts`` (de-duplicated snapshots) and non-null queue keys and offsets (bronze
     requires them). ``_next_ms`` and ``_first_ms`` (``snapshot_neighbours``) are used when the
     input has them — ``build_queue_offsets`` takes them from its own window over ``ts`` — else
-    computed here.
+    computed here. ``key`` names the queue: its key columns, or ``build_queue_offsets``' queue
+    number.
     """
     if "_next_ms" not in offsets_df.columns:
-        by_ts = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        by_ts = Window.partitionBy(*key).orderBy("ts")
         offsets_df = offsets_df.select("*", *snapshot_neighbours(by_ts))
     columns = [c for c in offsets_df.columns if c not in ("_next_ms", "_first_ms")]
     ms = F.unix_millis(F.col("ts"))
@@ -122,7 +129,7 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
     # consumer offset, and the latter carries the rest of the row: the input is referenced once.
     # A union of two selects joined back to the input built the de-duplicated snapshots three
     # times, and the join's hash table could overflow Sail's memory pool.
-    rest = [c for c in offsets_df.columns if c not in QUEUE_KEY and c != "_next_ms"]
+    rest = [c for c in offsets_df.columns if c not in key and c != "_next_ms"]
     row = F.struct(*[F.col(c) for c in rest])
     entries = F.array(
         F.struct(F.col("broker_offset").alias("_offset"), zero.alias("_is_query"), ms.alias("_ms"),
@@ -132,16 +139,16 @@ def with_time_lag(offsets_df: DataFrame) -> DataFrame:
                  row.alias("_row")))
     # One window, running maxima only: a second, reverse-ordered window for the first snapshot
     # above the consumer offset cost more than the rest of silver.queue_offsets (benchmarks/RESULTS.md).
-    before = (Window.partitionBy(*QUEUE_KEY).orderBy("_offset", "_is_query", "_ms")
+    before = (Window.partitionBy(*key).orderBy("_offset", "_is_query", "_ms")
               .rowsBetween(Window.unboundedPreceding, -1))
-    bounds = (offsets_df.select(*QUEUE_KEY, F.explode(entries).alias("_e"))
-              .select(*QUEUE_KEY, "_e._offset", "_e._is_query", "_e._ms", "_e._next", "_e._row")
-              .select(*QUEUE_KEY, "_is_query", "_row",
+    bounds = (offsets_df.select(*key, F.explode(entries).alias("_e"))
+              .select(*key, "_e._offset", "_e._is_query", "_e._ms", "_e._next", "_e._row")
+              .select(*key, "_is_query", "_row",
                       F.max(F.when(F.col("_is_query") == 0, F.col("_ms"))).over(before)
                       .alias("_latest_ms"),
                       F.max("_next").over(before).alias("_after_ms"))
               .where(F.col("_is_query") == 1)
-              .select(*QUEUE_KEY, *[F.col("_row")[c].alias(c) for c in rest], "_latest_ms",
+              .select(*key, *[F.col("_row")[c].alias(c) for c in rest], "_latest_ms",
                       "_after_ms"))
     not_yet_stored_at = F.timestamp_millis("_latest_ms")
     # null _after_ms: no snapshot at or below the consumer offset, so the first one is above it
