@@ -9,6 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import sorted_set
+
 
 def build_group_context(member_context_df: DataFrame) -> DataFrame:
     """One row per (group, snapshot ts): the live members as an array of structs, their
@@ -17,9 +19,9 @@ def build_group_context(member_context_df: DataFrame) -> DataFrame:
     return (member_context_df.groupBy("cluster", "group", "ts").agg(
         F.array_sort(F.collect_list(member)).alias("members"),
         F.sum("processes").cast("int").alias("live_processes"),
-        F.array_sort(F.collect_set(F.when(F.col("processes") > 1, F.col("client_id"))))
+        sorted_set(F.when(F.col("processes") > 1, F.col("client_id")))
         .alias("duplicate_ids"),
-        F.array_sort(F.collect_set("strategy")).alias("strategies"),
+        sorted_set("strategy").alias("strategies"),
         F.array_sort(F.collect_list(F.col("client_id"))).alias("live_ids")))
 
 

@@ -35,6 +35,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import sorted_set
+
 KEY = ["cluster", "group", "kind", "cause"]
 COLUMNS = ["cluster", "group", "kind", "cause", "severity", "first_seen", "last_seen", "queues",
            "evidence", "remediation", "open_since_day", "date"]
@@ -267,7 +269,7 @@ def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df
     grouped = rows.groupBy(*KEY, "date").agg(
         F.max(_rank(F.col("severity"))).alias("_rank"),
         F.min("first_seen").alias("first_seen"), F.max("last_seen").alias("last_seen"),
-        F.array_sort(F.collect_set("queue")).alias("queues"),
+        sorted_set("queue").alias("queues"),
         F.array_sort(F.collect_list(ranked)).getItem(0).getField("e").alias("_evidence"))
     more = F.size("queues") - 1
     evidence = F.when(more > 0, F.concat(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import sorted_set
 from jobs.lake import Stage, no_staging
 from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
 from jobs.rules.episodes import interval_start, minutes_between, number_episodes, with_previous_snapshot
@@ -112,7 +113,7 @@ def with_root_cause(episodes_df: DataFrame, not_in_cid_all_df: DataFrame,
            .where((F.unix_millis("_bug_at") >= F.unix_millis("first_seen") - w)
                   & (F.col("_bug_at") <= F.col("last_seen")))
            .groupBy(*QUEUE_KEY, "_episode")
-           .agg(F.array_sort(F.collect_set("_bug_cid")).alias("not_in_cid_all")))
+           .agg(sorted_set("_bug_cid").alias("not_in_cid_all")))
     changed = (episodes_df.select(*QUEUE_KEY, "_episode", "first_seen", "last_seen")
                .join(changes_df, on=["cluster", "group"], how="inner")
                .where((F.unix_millis("changed_at") >= F.unix_millis("first_seen") - t)

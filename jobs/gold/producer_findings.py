@@ -36,6 +36,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
+from jobs.columns import sorted_set
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
 from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import minutes_between, number_flagged_rows, with_episode_id
@@ -73,7 +74,7 @@ def is_producer_topic(topic: Column) -> Column:
 def consuming_groups(queue_offsets_df: DataFrame) -> DataFrame:
     """``cluster, topic, groups``: the sorted groups with offsets rows for the topic."""
     return (queue_offsets_df.groupBy("cluster", "topic")
-            .agg(F.array_sort(F.collect_set("group")).alias("groups")))
+            .agg(sorted_set("group").alias("groups")))
 
 
 def _percent(value: Column) -> Column:
@@ -448,7 +449,7 @@ def build_order_at_risk(queue_offsets_df: DataFrame, orderly_groups_df: DataFram
                  .agg(F.sum("_broker_queues").alias("_topic_queues"), F.max("_day_end").alias("_topic_end")))
     orderly = (offsets.select("cluster", "topic", "group").distinct()
                .join(orderly_groups_df.select("cluster", "group"), ["cluster", "group"], "inner")
-               .groupBy("cluster", "topic").agg(F.array_sort(F.collect_set("group")).alias("groups")))
+               .groupBy("cluster", "topic").agg(sorted_set("group").alias("groups")))
     losses = publish_losses_df.select(*PUBLISH_LOSS_COLUMNS).where(
         ~F.coalesce(F.col("order_topic_conf"), F.lit(False))).withColumnRenamed("topic", "_loss_topic")
     topics = per_broker.join(per_topic, ["cluster", "topic"]).join(orderly, ["cluster", "topic"], "inner")

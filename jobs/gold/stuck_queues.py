@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.columns import plus_seconds
+from jobs.columns import plus_seconds, sorted_set
 from jobs.rules.episodes import minutes_between, with_episode_id
 from jobs.rules.master_down import master_down_episodes
 from jobs.rules.models import excluded_groups, without_groups
@@ -228,7 +228,7 @@ def process_queue_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
         .alias("_waiting_rows"),
         F.min(F.when(F.col("_settled"), F.col("_waiting"))).alias("_waiting_min"),
         F.max("last_consume_at").alias("_last_consume_at"),
-        F.array_sort(F.collect_set(F.when(F.col("_held"), F.col("client_id"))))
+        sorted_set(F.when(F.col("_held"), F.col("client_id")))
         .alias("_pinned_by"))
 
 

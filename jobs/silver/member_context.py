@@ -8,6 +8,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import sorted_set
 from jobs.rules.liveness import live_processes
 from jobs.time_joins import join_recent
 
@@ -25,7 +26,7 @@ def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
     topics = (join_recent(live.select("cluster", "group", "ts", "client_id"), subs,
                           ["cluster", "group", "client_id"], "ts", "_at", liveness_window_seconds)
               .groupBy("cluster", "group", "ts", "client_id")
-              .agg(F.array_sort(F.collect_set("topic")).alias("topics")))
+              .agg(sorted_set("topic").alias("topics")))
     cfg = config_df.select("cluster", "group", "client_id", F.col("ts").alias("_at"), "strategy")
     strategy = (join_recent(live.select("cluster", "group", "ts", "client_id"), cfg,
                             ["cluster", "group", "client_id"], "ts", "_at",

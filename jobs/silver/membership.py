@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import sorted_set
 from jobs.rules.liveness import processes_per_id
 from jobs.silver.dedup import filter_first_per_key
 
@@ -25,9 +26,9 @@ def build_group_members(connections_df: DataFrame) -> DataFrame:
                               "date", "_source_file", "_line_no"), channel)
     processes = processes_per_id(channels, MEMBER_KEY)
     details = channels.groupBy(*MEMBER_KEY).agg(
-        F.array_sort(F.collect_set("client_addr")).alias("client_addrs"),
-        F.array_sort(F.collect_set("broker_name")).alias("broker_names"),
-        F.array_sort(F.collect_set("broker_addr")).alias("broker_addrs"),
+        sorted_set("client_addr").alias("client_addrs"),
+        sorted_set("broker_name").alias("broker_names"),
+        sorted_set("broker_addr").alias("broker_addrs"),
         F.max("language").alias("language"),
         F.max("version").alias("version"),
         F.max("consume_type").alias("consume_type"),
