@@ -77,16 +77,15 @@ def merge_intervals(df: DataFrame, key: list[str], start: str, end: str) -> Data
     order = Window.partitionBy("_key").orderBy("_start", "_end")
     reach_before = F.max("_end").over(order.rowsBetween(Window.unboundedPreceding, -1))
     # an island starts where no earlier interval reaches; it ends where the next one starts
-    # reaching from before, the key's last island at the key's farthest end
-    starts = (numbered.withColumn("_reach_before", reach_before)
+    # reaching from before, the key's last island at the key's farthest end (a window over the
+    # same rows: a second pass over them for it ran the key join again)
+    starts = (numbered.select("_key", "_start", reach_before.alias("_reach_before"),
+                              F.max("_end").over(Window.partitionBy("_key")).alias("_last_end"))
               .where(F.col("_reach_before").isNull()
                      | (F.unix_millis("_start") > F.col("_reach_before"))))
     following = Window.partitionBy("_key").orderBy("_start")
-    islands = (starts.select("_key", "_start",
-                             F.lead("_reach_before").over(following).alias("_island_end"))
-               .join(numbered.groupBy("_key").agg(F.max("_end").alias("_last_end")),
-                     on="_key", how="inner")
-               .withColumn("_end", F.coalesce("_island_end", "_last_end")))
+    islands = starts.select("_key", "_start", F.coalesce(
+        F.lead("_reach_before").over(following), "_last_end").alias("_end"))
     return (islands.join(keys, on="_key", how="inner")
             .select(*key, F.col("_start").alias(start),
                     F.when(F.col("_end") < _FOREVER_MILLIS, F.timestamp_millis("_end"))
