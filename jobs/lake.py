@@ -262,6 +262,15 @@ def stage_batch(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: st
     return stage(spark, df, lake, run_id, f"{name}/{BATCH_COLUMN}={batch}")
 
 
+def read_staged_batch(spark: SparkSession, schema: StructType | str, lake: str | Path,
+                      run_id: str, name: str, batch: int) -> DataFrame:
+    """One staged batch of ``name`` (``stage_batch``); empty when it had no rows."""
+    if isinstance(schema, str):
+        schema = spark.createDataFrame([], schema).schema
+    return _read_parquet_dirs(spark, schema,
+                              [staging_path(lake, run_id, f"{name}/{BATCH_COLUMN}={batch}")])
+
+
 def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Path, run_id: str,
                         name: str) -> DataFrame:
     """Every staged batch of ``name`` (``stage_batch``) as one frame."""

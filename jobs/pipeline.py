@@ -36,7 +36,12 @@ from jobs.ingest.json_sources import SourceFrames, ingest_json_source
 from jobs.ingest.landing_files import union_all
 from jobs.ingest.landing_source import read_partitions
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
-from jobs.rules.clocks import clock_findings, host_clock_skew, without_skewed_hosts
+from jobs.rules.clocks import (
+    CLOCK_SKEW_SCHEMA,
+    clock_findings,
+    host_clock_skew,
+    without_skewed_hosts,
+)
 from jobs.rules.master_down import (
     build_master_down_windows,
     groups_on_down_brokers,
@@ -117,14 +122,20 @@ def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str,
     return {**group_silver_frames(bronze, settings), **cluster_silver_frames(bronze)}
 
 
-def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
+CLOCK_SKEW = "silver.clock_skew"  # the staged hosts whose log clock is off (group_silver_frames)
+
+
+def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings,
+                        stage: lake.Stage = lake.no_staging) -> dict[str, DataFrame]:
     """The silver tables whose rows depend on their own consumer group's records only: each can
-    be computed from one batch of whole groups (``in_batch``)."""
+    be computed from one batch of whole groups (``in_batch``). ``stage`` stores the clock skew
+    (``CLOCK_SKEW``), which both kinds of log claims and group_health read: unstaged, each read
+    computed it again (9.4 s each at M)."""
     process_queues = build_process_queues(bronze["running_info"])
     # a host whose log clock is whole hours off running info gives no ownership claims
     # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
-    ownership_logs = without_skewed_hosts(
-        bronze["client_log_events"], host_clock_skew(bronze["client_log_events"], process_queues))
+    skew = stage(host_clock_skew(bronze["client_log_events"], process_queues), CLOCK_SKEW)
+    ownership_logs = without_skewed_hosts(bronze["client_log_events"], skew)
     return {
         "queue_offsets": build_queue_offsets(bronze["offsets"]),
         "group_members": build_group_members(bronze["connections"]),
@@ -351,16 +362,18 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
 
 
 def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
-                  settings: Settings, log_events_df: DataFrame | None = None
-                  ) -> dict[str, DataFrame]:
+                  settings: Settings, log_events_df: DataFrame | None = None,
+                  clock_skew_df: DataFrame | None = None) -> dict[str, DataFrame]:
     """gold.group_health, from the other gold tables (computed and stored first).
 
-    ``log_events_df`` (bronze.client_log_events) adds the client-log clock check
-    (``jobs.rules.clocks``); without it no host is judged."""
+    ``clock_skew_df`` (``jobs.rules.clocks.host_clock_skew``, as silver's ownership claims used
+    it) or else ``log_events_df`` (bronze.client_log_events, to compute it from) adds the
+    client-log clock findings; with neither no host is judged."""
+    if clock_skew_df is None and log_events_df is not None:
+        clock_skew_df = host_clock_skew(log_events_df, silver["process_queues"])
     data_quality = None
-    if log_events_df is not None:
-        data_quality = clock_findings(host_clock_skew(log_events_df, silver["process_queues"]),
-                                      settings.ingest.client_log_timezone)
+    if clock_skew_df is not None:
+        data_quality = clock_findings(clock_skew_df, settings.ingest.client_log_timezone)
     return {"group_health": build_group_health(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], silver["queue_offsets"], settings.severity.rebalance_warn_count,
@@ -512,7 +525,7 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
         inputs = split(stored, "group", group_plan)
         silver = write_batched("silver", "group", group_plan, lambda b: group_silver_frames(
-            inputs.batch(b), settings))
+            inputs.batch(b), settings, batch_stage(b)))
         silver = silver.with_whole(write_batched(  # one batch: every group
             "silver", "group", [[]], lambda _b: cluster_silver_frames(stored)).whole)
         silver |= write_batched("silver", "group", group_plan, lambda b: member_frames(
@@ -538,9 +551,11 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         def own_groups(batch: int) -> Callable[[DataFrame], DataFrame]:
             return in_batch("group", batch, group_plan)
 
+        # the clock skew silver's ownership claims were cut by, so group_health names the same
+        # hosts
         write_batched("gold", "group", group_plan, lambda b: batched(health_frames(
-            gold.batch(b), silver_day.batch(b), settings,
-            inputs.batch(b)["client_log_events"]), own_groups(b)))
+            gold.batch(b), silver_day.batch(b), settings, clock_skew_df=lake.read_staged_batch(
+                spark, CLOCK_SKEW_SCHEMA, lake_dir, run_id, CLOCK_SKEW, b)), own_groups(b)))
         previous = previous_incidents(spark, lake_dir, run_date)
         write_batched("gold", "group", group_plan, lambda b: batched(incident_frames(
             gold_day.batch(b), own_groups(b)(previous), settings, silver_day.batch(b)),
