@@ -362,15 +362,13 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
 
 
 def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
-                  settings: Settings, log_events_df: DataFrame | None = None,
-                  clock_skew_df: DataFrame | None = None) -> dict[str, DataFrame]:
+                  settings: Settings, clock_skew_df: DataFrame | None = None
+                  ) -> dict[str, DataFrame]:
     """gold.group_health, from the other gold tables (computed and stored first).
 
-    ``clock_skew_df`` (``jobs.rules.clocks.host_clock_skew``, as silver's ownership claims used
-    it) or else ``log_events_df`` (bronze.client_log_events, to compute it from) adds the
-    client-log clock findings; with neither no host is judged."""
-    if clock_skew_df is None and log_events_df is not None:
-        clock_skew_df = host_clock_skew(log_events_df, silver["process_queues"])
+    ``clock_skew_df`` (``jobs.rules.clocks.host_clock_skew``, the one silver's ownership claims
+    were cut by: ``CLOCK_SKEW``) adds the client-log clock findings; without it no host is
+    judged."""
     data_quality = None
     if clock_skew_df is not None:
         data_quality = clock_findings(clock_skew_df, settings.ingest.client_log_timezone)

@@ -14,6 +14,7 @@ from jobs.pipeline import (
     member_frames,
     silver_frames,
 )
+from jobs.rules.clocks import host_clock_skew
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
 from tests.conftest import TEST_ENGINE
@@ -56,8 +57,10 @@ def run_layers(spark, landing, staging, settings=Settings()):
     for frames in (member_frames, derived_silver_frames):
         silver.update({k: stage(v, f"silver.{k}") for k, v in frames(silver, settings).items()})
     gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings, stage).items()}
-    gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(gold, silver, settings,
-                                                                  bronze["client_log_events"]).items()})
+    # the skew silver's ownership claims were cut by (group_silver_frames), as the run stages it
+    skew = host_clock_skew(bronze["client_log_events"], silver["process_queues"])
+    gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(
+        gold, silver, settings, clock_skew_df=skew).items()})
     return {"bronze": bronze, "silver": silver, "gold": gold}
 
 
