@@ -461,6 +461,46 @@ def layout_fields(rest: Column) -> Column:
     return fields
 
 
+def _thread_and_logger(name: Column, token1_raw: Column, token2_raw: Column) -> tuple[Column, Column]:
+    """The thread and logger a layout's two header tokens give (``_LAYOUTS``' refs 3 and 4)."""
+    token1, token2 = F.trim(token1_raw), F.trim(token2_raw)
+    # a logger printed with its line (_LINE_SUFFIX) is stored without it
+    logger1, logger2 = (F.regexp_replace(token1, _LINE_SUFFIX, ""),
+                        F.regexp_replace(token2, _LINE_SUFFIX, ""))
+    token1_is_logger = logger1.rlike(_LOGGER_NAME)
+    # bracketed: [logger] [thread] or [thread] (File.java:n); 4.9: one token, either kind
+    thread = (F.when(name.isin("5.x", "pipe", "thread_first", "cpp"), token1_raw)
+              .when(name == "bracketed", F.when((token2 != "") & token1_is_logger, token2_raw)
+                    .otherwise(token1_raw))
+              .when((name == "4.9") & ~token1_is_logger,
+                    F.regexp_replace(token1, r"^\[(.*)\]$", "$1")))
+    logger = (F.when(name.isin("5.x", "pipe"), token2)
+              .when(name == "thread_first", logger2)
+              .when(name == "bracketed", F.when(token2 == "", F.lit(None))
+                    .when(token1_is_logger, logger1).otherwise(logger2))
+              .when((name == "4.9") & token1_is_logger, logger1))
+    return F.when(thread != "", thread), F.when(logger != "", logger)
+
+
+def _line_ts(name: Column, date: Column, time: Column, separator: Column, fraction: Column,
+             token1_raw: Column, zone: str | LogZones) -> Column:
+    """The UTC instant of a line's header: ``date`` (yyyy or yy), ``time``, the fraction and its
+    separator as printed, and the layout's first token (the 4.x inner logger's ``,sss``)."""
+    # 3.x "yy-MM-dd": RocketMQ is younger than 2000
+    date = F.when(F.length(date) == 8, F.concat(F.lit("20"), date)).otherwise(date)
+    wall = F.try_to_timestamp(F.concat(date, F.lit(" "), time), F.lit("yyyy-MM-dd HH:mm:ss"))
+    seconds = F.substring(time, 7, 2)
+    # token1 as printed: the inner logger writes no line number, so "RocketmqClient(680)"
+    # (the 3.x log4j pattern, real ,SSS milliseconds) is never taken for it
+    seconds_again = F.when(
+        (name == "4.9") & (separator == ",") & (fraction == F.concat(F.lit("0"), seconds)),
+        F.trim(token1_raw).rlike(_INNER_LOGGER)).otherwise(F.lit(False))
+    millis = F.when((fraction == "") | seconds_again, F.lit(0)).otherwise(
+        fraction.try_cast("long"))
+    return log_wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone,
+                                 F.col("_source_file"))
+
+
 def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
     """Header fields of each line. Each projection computes what the next one reads as a column,
     so every regex runs once per line (neither engine reliably shares repeated expressions)."""
@@ -470,36 +510,8 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
         dated = head.isNotNull()
 
         f = F.col("_fields")
-        name, token1, token2 = f[0], F.trim(f[3]), F.trim(f[4])
-        # a logger printed with its line (_LINE_SUFFIX) is stored without it
-        logger1, logger2 = (F.regexp_replace(token1, _LINE_SUFFIX, ""),
-                            F.regexp_replace(token2, _LINE_SUFFIX, ""))
-        token1_is_logger = logger1.rlike(_LOGGER_NAME)
-        # bracketed: [logger] [thread] or [thread] (File.java:n); 4.9: one token, either kind
-        thread = (F.when(name.isin("5.x", "pipe", "thread_first", "cpp"), f[3])
-                  .when(name == "bracketed", F.when((token2 != "") & token1_is_logger, f[4])
-                        .otherwise(f[3]))
-                  .when((name == "4.9") & ~token1_is_logger,
-                        F.regexp_replace(token1, r"^\[(.*)\]$", "$1")))
-        logger = (F.when(name.isin("5.x", "pipe"), token2)
-                  .when(name == "thread_first", logger2)
-                  .when(name == "bracketed", F.when(token2 == "", F.lit(None))
-                        .when(token1_is_logger, logger1).otherwise(logger2))
-                  .when((name == "4.9") & token1_is_logger, logger1))
-        logger = F.when(logger != "", logger)
-        thread = F.when(thread != "", thread)
-
-        # 3.x "yy-MM-dd": RocketMQ is younger than 2000
-        date = F.when(F.length(head[0]) == 8, F.concat(F.lit("20"), head[0])).otherwise(head[0])
-        wall = F.try_to_timestamp(F.concat(date, F.lit(" "), head[1]), F.lit("yyyy-MM-dd HH:mm:ss"))
-        fraction, seconds = head[3], F.substring(head[1], 7, 2)
-        # token1 as printed: the inner logger writes no line number, so "RocketmqClient(680)"
-        # (the 3.x log4j pattern, real ,SSS milliseconds) is never taken for it
-        seconds_again = F.when(
-            (name == "4.9") & (head[2] == ",") & (fraction == F.concat(F.lit("0"), seconds)),
-            token1.rlike(_INNER_LOGGER)).otherwise(F.lit(False))
-        millis = F.when((fraction == "") | seconds_again, F.lit(0)).otherwise(
-            fraction.try_cast("long"))
+        name = f[0]
+        thread, logger = _thread_and_logger(name, f[3], f[4])
         return (
             df.select(*passthrough, F.regexp_replace(F.col("line"), r"[\r\n]+$", "").alias("_line"))
             .select(*passthrough, "_line", header_groups(line).alias("_head"))
@@ -512,8 +524,7 @@ def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):
                 F.when(name == "cpp", F.regexp_replace(rest, _CPP_LOCATION, "")).otherwise(rest)
                 .alias("_rest"),
                 dated.alias("_dated"),
-                log_wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone,
-                                      F.col("_source_file")).alias("ts"),
+                _line_ts(name, head[0], head[1], head[2], head[3], f[3], zone).alias("ts"),
                 F.upper(f[1]).alias("level"),
                 thread.alias("thread"),
                 logger.alias("logger"),
@@ -695,8 +706,78 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     )
 
 
+# --- the persist line, read by its spaces ----------------------------------------------------
+
+# Nine lines in ten of a client log are [persistAll] lines (one per queue every 5 s) in RocketMQ's
+# own 4.9 or 5.x layout. A line of exactly this shape (values in the characters RocketMQ's names
+# take, so that no value holds a space or a separator) is read by a split at its spaces; the
+# general reading gives the same values for it (tests/ingest/test_client_log_fast_path.py).
+# ``\z``: Java's ``$`` also matches before a final U+0085 or U+2028, which the general reading
+# takes as part of the offset.
+_PERSIST_LINE = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[.,][0-9]{3} [A-Z]{4,5} {1,2}"
+    r"(?:[A-Za-z0-9_.$-]+|"
+    r"\[[0-9]{1,9}\] \[[A-Za-z0-9_.-]+\] \[[A-Za-z0-9_.$]+#[A-Za-z0-9_$:<>]*\])"
+    r" - \[persistAll\] Group: [%|A-Za-z0-9_-]+ ClientId: [A-Za-z0-9_.:@#%|-]+ "
+    r"updateConsumeOffsetToBroker MessageQueue \[topic=[%|A-Za-z0-9_-]+, "
+    r"brokerName=[A-Za-z0-9_.-]+, queueId=-?[0-9]{1,9}\] -?[0-9]{1,18}\z"
+)
+
+
+def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
+                         keep: tuple[str, ...]) -> DataFrame:
+    """``parse_client_log_lines`` for ``_PERSIST_LINE``s: the values are read off the line's
+    words, counted from the end (the header before them has 3 to 7); thread, logger and time go
+    through the general reading's own rules (``_thread_and_logger``, ``_line_ts``)."""
+    words = F.col("_words")
+
+    def at(index: int) -> Column:
+        return F.element_at(words, index)
+
+    def inner(text: Column, left: int, right: int = 1) -> Column:
+        return F.substr(text, F.lit(left + 1), F.length(text) - left - right)
+
+    is_5x = at(-13).startswith("[")  # the 4.9 token never starts with "["
+    name = F.when(is_5x, F.lit("5.x")).otherwise(F.lit("4.9"))
+    # 5.x: [pid] [thread] [logger#method:line]; 4.9: one token, a thread or a logger
+    token1 = F.when(is_5x, inner(at(-14), 1)).otherwise(at(-13))
+    token2 = F.when(is_5x, F.substr(at(-13), F.lit(2), F.instr(at(-13), "#") - 2)).otherwise("")
+    thread, logger = _thread_and_logger(name, token1, token2)
+    stamp = at(2)
+    ts = _line_ts(name, at(1), F.substring(stamp, 1, 8), F.substring(stamp, 9, 1),
+                  F.substring(stamp, 10, 3), token1, zone)
+    topic = inner(at(-4), len("[topic="))
+    queue = F.struct(topic.alias("topic"), inner(at(-3), len("brokerName=")).alias("broker_name"),
+                     inner(at(-2), len("queueId=")).try_cast("int").alias("queue_id"))
+    line = F.col("line")
+    values = {
+        "ts": ts,
+        "event": F.lit("PERSIST_OFFSET"),
+        "level": at(3),
+        "thread": thread,
+        "logger": logger,
+        "pid": F.when(is_5x, inner(at(-15), 1).try_cast("int")),
+        "log_layout": name,
+        "group": at(-9),
+        "client_id": at(-7),
+        "topic": topic,
+        "queues": F.array(queue),
+        "offset": at(-1).try_cast("long"),
+        "message": F.substr(line, F.instr(line, " - [persistAll] ") + len(" - ")),
+    }
+    parsed = (lines_df.select(*dict.fromkeys(("_source_file", "_line_no", "line", *keep)),
+                              F.split(line, " ").alias("_words"))
+              .select("_source_file", "_line_no", *keep,
+                      *[value.alias(name) for name, value in values.items()]))
+    return parsed.select(*[
+        F.col(field.name).cast(field.dataType) if field.name in parsed.columns
+        else F.when(F.col("ts").isNull(), F.lit("invalid timestamp")).alias(field.name)
+        if field.name == "parse_error" else F.lit(None).cast(field.dataType).alias(field.name)
+        for field in CLIENT_LOG_EVENT_SCHEMA], *keep)
+
+
 def parse_client_log_lines(lines_df: DataFrame, zone: str | LogZones, *,
-                           keep_columns: Sequence[str] = ()) -> DataFrame:
+                           keep_columns: Sequence[str] = (), fast_path: bool = True) -> DataFrame:
     """Parse raw client-log lines into one ``CLIENT_LOG_EVENT_SCHEMA`` row per line.
 
     Input columns: ``_source_file`` string, ``_line_no`` long, ``line`` string (the raw line, CR
@@ -726,11 +807,27 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str | LogZones, *,
 
     ``keep_columns`` names input columns to carry through unchanged after the schema's columns
     (e.g. ``line`` for a quarantine's ``raw``), which saves a join back on the line key.
+
+    The ``[persistAll]`` lines of RocketMQ's own layouts are read by their words
+    (``_parse_persist_lines``); ``fast_path=False`` reads them the general way too (for tests
+    that compare the two).
     """
     keep = tuple(keep_columns)
     clashes = sorted(set(keep) & set(CLIENT_LOG_EVENT_SCHEMA.fieldNames()))
     if clashes:
         raise ValueError(f"keep_columns may not name output columns: {', '.join(clashes)}")
+    if not fast_path:
+        return _parse_general(lines_df, zone, keep)
+    # Two reads of the lines, one per kind: a CASE between the two readings of each value cost
+    # more on Sail than the second read, and one projection holding both readings outgrew
+    # classic Spark's 64 KB limit on a generated method.
+    is_persist = F.coalesce(F.col("line").rlike(_PERSIST_LINE), F.lit(False))
+    persist = _parse_persist_lines(lines_df.where(is_persist), zone, keep)
+    return _parse_general(lines_df.where(~is_persist), zone, keep).unionByName(persist)
+
+
+def _parse_general(lines_df: DataFrame, zone: str | LogZones,
+                   keep: tuple[str, ...]) -> DataFrame:
     return (
         lines_df
         .transform(_with_header(zone, keep))
