@@ -746,6 +746,8 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
     stamp = at(2)
     ts = _line_ts(name, at(1), F.substring(stamp, 1, 8), F.substring(stamp, 9, 1),
                   F.substring(stamp, 10, 3), token1, zone)
+    # the queue from its three words, not message_queue_struct's regex: the strict line already
+    # holds it to that form, and the regex over every persist line is what this path avoids
     topic = inner(at(-4), len("[topic="))
     queue = F.struct(topic.alias("topic"), inner(at(-3), len("brokerName=")).alias("broker_name"),
                      inner(at(-2), len("queueId=")).try_cast("int").alias("queue_id"))
