@@ -28,7 +28,7 @@ for a JSON source they are its parsed records with their check (``classified_sch
 from __future__ import annotations
 
 import datetime as dt
-import io
+import functools
 import json
 import os
 import re
@@ -57,8 +57,8 @@ from jobs.ingest.file_integrity import (
     CHUNK_BYTES,
     CONTROL_CHARS,
     decode_lines,
-    has_control_bytes,
     is_gzip,
+    line_ends,
     numbered_blocks,
     read_chunks,
 )
@@ -139,7 +139,7 @@ def _count_lines(handle, start: int, end: int) -> int:
     while remaining:
         chunk = handle.read(min(CHUNK_BYTES, remaining))
         remaining -= len(chunk)
-        lines += chunk.count(b"\n")
+        lines += line_ends(chunk)
         if b"\r" in chunk:
             lines += chunk.count(b"\r") - chunk.count(b"\r\n")
             if last.endswith(b"\r") and chunk.startswith(b"\n"):
@@ -227,6 +227,10 @@ def range_chunks(part: FileRange, broken: list[str]) -> Iterator[bytes]:
 # --- batches --------------------------------------------------------------------------------------
 
 _BOM = b"\xef\xbb\xbf"
+_LF, _OPEN_BRACE, _BACKSLASH = ord("\n"), ord("{"), ord("\\")
+# pyarrow's JSON reader parses a block in pieces of this size on its own threads: one partition
+# then uses every core, which matters when another has ended (a gzip file is one partition)
+PARSE_BLOCK_BYTES = 1 << 20
 _TS_IS_TEXT = re.compile(rb'"ts"\s*:\s*"')
 # UTF-16 surrogate escapes: orjson refuses a lone one, so such a block is read line by line
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
@@ -259,8 +263,11 @@ def file_head(rel_path: str, folder: dt.date, first: int, n: int) -> list[pa.Arr
 
 
 def block_lines(body: bytes) -> pa.Array:
-    """The lines of ``body`` (valid UTF-8, lines separated by ``\\n`` alone) as a string array."""
-    return pa.array(body.split(b"\n"), pa.string())
+    """The lines of ``body`` (as ``clean_body`` gives it) as a string array."""
+    lines = body.split(b"\n")
+    if body.endswith(b"\n"):
+        lines.pop()
+    return pa.array(lines, pa.string())
 
 
 def lines_batch(head: list[pa.Array], texts: pa.Array | list[str],
@@ -271,18 +278,46 @@ def lines_batch(head: list[pa.Array], texts: pa.Array | list[str],
 
 
 def clean_body(block: bytes) -> bytes | None:
-    """``block`` without its last line end when its lines can be taken as they are: valid UTF-8,
-    split at ``\\n`` alone, no line starting with a byte-order mark; else None (the lines are then
-    decoded one by one, ``decode_lines``)."""
-    body = block[:-1] if block.endswith(b"\n") else block
-    if not body or b"\r" in body or body.startswith(_BOM) or b"\n" + _BOM in body:
+    """``block`` when its lines can be taken as they are: valid UTF-8, split at ``\\n`` alone, no
+    line starting with a byte-order mark, at least one character; else None (the lines are then
+    decoded one by one, ``decode_lines``). The body keeps the block's last line end (no copy):
+    ``block_lines`` and ``object_lines`` read it as the end of the last line."""
+    if block in (b"", b"\n") or b"\r" in block:
         return None
-    if not body.isascii():
+    if not block.isascii():  # a byte-order mark and invalid UTF-8 are not ASCII
+        if block.startswith(_BOM) or b"\n" + _BOM in block:
+            return None
         try:
-            body.decode("utf-8")
+            block.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return body
+    return block
+
+
+def object_lines(body: bytes) -> tuple[int, int] | None:
+    """``(lines, longest line)`` of ``body`` (as ``clean_body`` gives it) when every line starts a
+    JSON object and it holds no byte below 0x20 but the line ends and no backslash-u escape of a
+    UTF-16 surrogate (orjson refuses a lone one); else None, and the caller reads the block line by
+    line. One NumPy scan, run without the GIL (Sail runs every partition's Python in one
+    process): counting the lines, the object starts and the control bytes with ``bytes`` methods
+    held the GIL for a tenth of the JSON parse (issue #19). A tab or CR between tokens is valid
+    JSON: it only sends its block the slow way."""
+    data = np.frombuffer(body, np.uint8)
+    if not len(data) or data[0] != _OPEN_BRACE:
+        return None
+    ends = np.flatnonzero(data < 0x20)
+    if len(ends) and (data[ends] != _LF).any():
+        return None
+    if body.endswith(b"\n"):
+        starts, last_end = ends[:-1] + 1, len(data) - 1
+    else:
+        starts, last_end = ends + 1, len(data)
+    if (data[starts] != _OPEN_BRACE).any():
+        return None
+    if (data == _BACKSLASH).any() and _SURROGATE_ESCAPE.search(body):
+        return None
+    bounds = np.concatenate(([-1], ends[:len(starts)], [last_end]))
+    return len(starts) + 1, int(np.diff(bounds).max())
 
 
 def text_ts_micros(values: pa.Array) -> pa.Array:
@@ -337,12 +372,13 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
     text and joining them again was a third of the parse (issue #19)."""
     # every line must start an object: pyarrow 26 crashes the process (SIGSEGV) on a block whose
     # first value is a bare ``null``, and other values are no records anyway
-    n = body.count(b"\n") + 1
-    if not body.startswith(b"{") or body.count(b"\n{") != n - 1:
+    shape = object_lines(body)
+    if shape is None:
         return None
-    if has_control_bytes(body) or (b"\\u" in body and _SURROGATE_ESCAPE.search(body)):
-        return None
+    n, longest = shape
     source = reader.source
+    # a null in an inferred column is a JSON null or a missing key: searched only when it matters
+    nulls_are_json = functools.cache(lambda: b"null" in body)
     maps = {f.name for f in source.schema.fields if isinstance(f.dataType, MapType)}
     first_end = body.find(b"\n")
     ts_text = bool(_TS_IS_TEXT.search(body if first_end < 0 else body[:first_end]))
@@ -350,15 +386,15 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
     parse_fields += [arrow_schema.field(n) for n in reader.names if n != "ts" and n not in maps]
     try:
         table = pa_json.read_json(
-            io.BytesIO(body),
-            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(body) + 1024),
+            pa.BufferReader(body),  # native: pyarrow's threads read it without the GIL
+            read_options=pa_json.ReadOptions(use_threads=True,
+                                             block_size=max(PARSE_BLOCK_BYTES, longest + 1)),
             parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(parse_fields),
                                                unexpected_field_behavior="infer"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     if table.num_rows != n:
         return None
-    nulls_are_json = b"null" in body  # else a null in an inferred column is a missing key
     for field in parse_fields[1:]:
         if table.schema.field(field.name).type != field.type:
             return None  # e.g. an unknown key inside mq_table elements
@@ -391,7 +427,7 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
     extra_values = []
     for name in extra_names:
         column = table.column(name)
-        if column.type not in _TEXT_TYPES or (column.null_count and nulls_are_json):
+        if column.type not in _TEXT_TYPES or (column.null_count and nulls_are_json()):
             return None
         extra_values.append(_text_column(column.to_pylist(), column.type))
     map_values: dict[str, pa.Array] = {}
@@ -405,8 +441,8 @@ def read_clean_block(reader: RecordReader, arrow_schema: pa.Schema, run_day: int
                 column.type.field(i).type != pa.string() for i in range(column.type.num_fields)):
             return None  # map values that are not all strings: their text is the line's
         flat = column.combine_chunks()
-        if nulls_are_json and any(flat.field(i).null_count > flat.null_count
-                                  for i in range(column.type.num_fields)):
+        if any(flat.field(i).null_count > flat.null_count
+               for i in range(column.type.num_fields)) and nulls_are_json():
             return None  # a null value and a missing key look alike here
         map_values[name] = struct_as_map(column, map_type)
     columns = []

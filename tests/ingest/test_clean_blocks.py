@@ -4,6 +4,7 @@ record)."""
 
 import datetime as dt
 import itertools
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +24,7 @@ from jobs.ingest.landing_source import (
     struct_as_map,
     text_ts_micros,
 )
-from schemas.landing import JSON_SOURCES
+from schemas.landing import JSON_SOURCES, OFFSETS
 from tests.conftest import run_cli
 
 D = dt.date(2025, 11, 21)
@@ -50,7 +51,13 @@ def rows(batch: pa.RecordBatch) -> list[dict]:
 
 @pytest.mark.parametrize("source", JSON_SOURCES, ids=lambda s: s.name)
 @pytest.mark.parametrize("run_day", [RUN_DAY, RUN_DAY - 1], ids=["on_day", "other_day"])
-def test_a_clean_block_reads_as_its_lines_read_one_by_one(landing, source, run_day):
+@pytest.mark.parametrize("pieces", ["whole", "pieces"])
+def test_a_clean_block_reads_as_its_lines_read_one_by_one(landing, source, run_day, pieces,
+                                                          monkeypatch):
+    """``pieces``: pyarrow parses each block in pieces of 4 KB on its threads (a piece then
+    infers an unknown key's type alone), as it parses an 8 MB block in 1 MB pieces."""
+    if pieces == "pieces":
+        monkeypatch.setattr("jobs.ingest.landing_source.PARSE_BLOCK_BYTES", 4096)
     files = sorted((landing / source.name).rglob("*.jsonl*"))
     assert files, f"the simulator wrote no {source.name}"
     reader = RecordReader(source)
@@ -143,3 +150,34 @@ def test_an_arrow_copy_has_the_values_in_memory_of_its_own():
     assert copied.to_pylist() == [7, 8, 9, 10, 11] and copied.type == pa.int64()
     assert copied.buffers()[1].address != values.ctypes.data
     assert pa.array(values).buffers()[1].address == values.ctypes.data  # what it avoids
+
+
+OFFSET = {"ts": 1763719200000, "cluster": "c", "group": "g", "topic": "t", "broker_name": "b",
+          "queue_id": 0, "broker_offset": 10, "consumer_offset": 5}
+
+
+@pytest.mark.parametrize(("late", "at_once"), [
+    ({"note": "x"}, True),  # an unknown key only in the last piece
+    ({"note": None}, False),  # a JSON null and a missing key read alike: line by line
+    ({"n": 1.5}, False),  # the early pieces' int and a late float: pyarrow makes both floats
+    ({"n": "s"}, False),  # an int and a string: pyarrow fails
+    ({"n": 7}, True),
+    ({"flag": True}, True),
+])
+def test_a_block_parsed_in_pieces_reads_as_its_lines_one_by_one(monkeypatch, late, at_once):
+    """pyarrow infers an unknown key's type piece by piece; what it reads at once must be what
+    the lines read one by one give, whatever the pieces saw."""
+    monkeypatch.setattr("jobs.ingest.landing_source.PARSE_BLOCK_BYTES", 1024)
+    early = [dict(OFFSET, queue_id=i, n=i) if "n" in late else dict(OFFSET, queue_id=i)
+             for i in range(40)]
+    texts = [json.dumps(r, separators=(",", ":")) for r in early + [dict(OFFSET, **late)]]
+    body = ("\n".join(texts) + "\n").encode()
+    assert len(body) > 3 * 1024
+    reader = RecordReader(OFFSETS)
+    schema = to_arrow_schema(classified_schema(OFFSETS))
+    assert (read_clean_block(reader, schema, RUN_DAY, body) is not None) == at_once
+    head = file_head("a.jsonl", D, 1, len(texts))
+    one_by_one = classify_lines(reader, schema, RUN_DAY, head, texts, [None] * len(texts),
+                                clean_tried=True)
+    at_once_rows = classify_lines(reader, schema, RUN_DAY, head, texts, [None] * len(texts))
+    assert rows(at_once_rows) == rows(one_by_one)

@@ -10,13 +10,14 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.ingest.file_integrity import CONTROL_CHARS, decoded_blocks, has_control_bytes, read_chunks
+from jobs.ingest.file_integrity import CONTROL_CHARS, decoded_blocks, read_chunks
 from jobs.ingest.json_lines import NOT_OBJECT, RecordReader, record_ts_micros
 from jobs.ingest.json_records import classify_json_lines
 from jobs.ingest.landing_files import list_landing_files
 from jobs.ingest.landing_source import (
     LINES,
     LandingReader,
+    object_lines,
     pack_ranges,
     plan_ranges,
     range_chunks,
@@ -199,14 +200,40 @@ def test_record_timestamps(text, expected):
     assert record_ts_micros(text) == expected
 
 
-def test_the_control_byte_check_finds_what_the_control_pattern_finds():
+def test_a_block_with_a_control_byte_is_not_read_at_once():
+    """Every byte below 0x20 but the line end sends a block line by line, where a control
+    character is quarantined as binary data: the block-at-once reading never sees one."""
     pattern = re.compile(CONTROL_CHARS)
     for code in range(0x80):
-        char = chr(code)
-        assert has_control_bytes(f'{{"a":"x{char}y"}}'.encode()) == bool(pattern.search(char)), code
-    # multi-byte UTF-8 (CJK, emoji, U+0080-U+009F) holds no byte below 0x80: not a control byte
-    assert not has_control_bytes("消费者组 \U0001F600 \u0085 \t\r\x1b[31m".encode())
-    assert has_control_bytes("消费者组\x00".encode())
+        if code == 0x0A:
+            continue
+        body = f'{{"a":"x{chr(code)}y"}}\n{{"a":"z"}}\n'.encode()
+        assert (object_lines(body) is None) == (code < 0x20), code
+        if pattern.search(chr(code)):
+            assert object_lines(body) is None, code
+    # multi-byte UTF-8 (CJK, emoji, U+0080-U+009F) holds no byte below 0x80: no control byte
+    wide = '{"a":"消费者组 \U0001F600 \u0085"}'.encode()
+    assert object_lines(wide) == (1, len(wide) + 1)
+
+
+@pytest.mark.parametrize(("body", "shape"), [
+    (b'{"a":1}', (1, 8)),
+    (b'{"a":1}\n', (1, 8)),
+    (b'{"a":1}\n{"bb":22}\n{}', (3, 10)),
+    (b'{"a":1}\n{"bb":22}\n{}\n', (3, 10)),
+    (b'{"a":"\\u00e9\\n"}\n', (1, 17)),
+    (b'{"a":1}\n\n', None),  # a blank line
+    (b'{"a":1}\n{"b":2}\n\n', None),
+    (b'{"a":1}\n[1]\n', None),  # a line that is no object
+    (b' {"a":1}\n', None),
+    (b'null\n{"a":1}\n', None),  # pyarrow crashed on a block starting with a bare null
+    (b'{"a":1}\r\n', None),
+    (b'{"a":"\\ud83d\\ude00"}\n', None),  # a surrogate escape: orjson refuses a lone one
+    (b'{"a":"\\uD800"}', None),
+    (b'', None),
+])
+def test_object_lines_gives_the_lines_and_the_longest_or_none(body, shape):
+    assert object_lines(body) == shape
 
 
 def test_read_partitions_are_the_setting_or_this_machines_cores():
