@@ -17,6 +17,7 @@ from jobs.ingest.landing_files import list_landing_files
 from jobs.ingest.landing_source import (
     LINES,
     LandingReader,
+    block_lines,
     object_lines,
     pack_ranges,
     plan_ranges,
@@ -234,6 +235,19 @@ def test_a_block_with_a_control_byte_is_not_read_at_once():
 ])
 def test_object_lines_gives_the_lines_and_the_longest_or_none(body, shape):
     assert object_lines(body) == shape
+
+
+@pytest.mark.parametrize("body", [
+    b"a", b"a\n", b"a\n\nb", b"a\n\nb\n", b"\n\n", "消费者组\nß \U0001F600\n".encode(),
+    b"x" * 70_000 + b"\n" + b"y",
+])
+def test_block_lines_are_the_lines_between_line_ends(body):
+    expected = body.decode().split("\n")
+    if body.endswith(b"\n"):
+        expected.pop()  # the last line's end starts no line
+    lines = block_lines(body)
+    lines.validate(full=True)
+    assert lines.to_pylist() == expected
 
 
 def test_read_partitions_are_the_setting_or_this_machines_cores():
