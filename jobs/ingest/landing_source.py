@@ -277,10 +277,9 @@ def block_lines(body: bytes) -> pa.Array:
     is_end = data == _LF
     ends = np.flatnonzero(is_end)
     # line k ends where its "\n" is once the k line ends before it are taken out
-    offsets = [[0], ends - np.arange(len(ends))]
+    bounds = np.append(0, ends - np.arange(len(ends))).astype(np.int64)
     if not body.endswith(b"\n"):
-        offsets.append([len(data) - len(ends)])
-    bounds = np.concatenate(offsets).astype(np.int64)
+        bounds = np.append(bounds, len(data) - len(ends))
     if bounds[-1] > np.iinfo(np.int32).max:  # more than a string array holds
         lines = body.split(b"\n")
         return pa.array(lines[:-1] if body.endswith(b"\n") else lines, pa.string())
