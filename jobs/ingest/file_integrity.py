@@ -26,8 +26,8 @@ log = logging.getLogger(__name__)
 # the landing data source, and a larger one spreads the per-block costs of pyarrow's reader over
 # more lines (400 MB of running info: 7.2 s in 8 MB blocks, 8.7 s in 2 MB; issue #19)
 CHUNK_BYTES = 8 << 20
-_BOM = b"\xef\xbb\xbf"
-_LF = ord("\n")
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
+LF = ord("\n")
 
 # C0 control characters other than tab, CR, LF and ESC: never in a JSON line (JSON escapes them)
 # nor in a log line; ESC is left out because a log written with logback's %highlight carries ANSI
@@ -104,7 +104,7 @@ def raw_blocks(chunks: Iterator[bytes]) -> Iterator[bytes]:
 def line_ends(data: bytes) -> int:
     """The ``\\n`` in ``data``, counted by NumPy without the GIL (``bytes.count`` holds it, and
     Sail runs the landing reads' Python in threads of one process)."""
-    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == _LF))
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == LF))
 
 
 def count_lines(block: bytes) -> int:
@@ -137,7 +137,7 @@ def decode_block(raw: list[bytes]) -> tuple[list[str], list[str | None]]:
     texts: list[str] = []
     defects: list[str | None] = [None] * len(raw)
     for i, line in enumerate(raw):
-        if line.startswith(_BOM):
+        if line.startswith(BOM):
             line = line[3:]
         try:
             texts.append(line.decode("utf-8"))

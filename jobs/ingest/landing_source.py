@@ -54,8 +54,10 @@ from pyspark.sql.types import (
 
 from jobs.ingest.file_integrity import (
     BINARY_DATA,
+    BOM,
     CHUNK_BYTES,
     CONTROL_CHARS,
+    LF,
     decode_lines,
     is_gzip,
     line_ends,
@@ -226,8 +228,7 @@ def range_chunks(part: FileRange, broken: list[str]) -> Iterator[bytes]:
 
 # --- batches --------------------------------------------------------------------------------------
 
-_BOM = b"\xef\xbb\xbf"
-_LF, _OPEN_BRACE, _BACKSLASH = ord("\n"), ord("{"), ord("\\")
+_OPEN_BRACE, _BACKSLASH = ord("{"), ord("\\")
 # pyarrow's JSON reader parses a block in pieces of this size on its own threads: one partition
 # then uses every core, which matters when another has ended (a gzip file is one partition)
 PARSE_BLOCK_BYTES = 1 << 20
@@ -274,7 +275,7 @@ def block_lines(body: bytes) -> pa.Array:
     positions of its line ends by NumPy without the GIL: splitting it into Python ``bytes`` was
     most of the client-log read (issue #19)."""
     data = np.frombuffer(body, np.uint8)
-    is_end = data == _LF
+    is_end = data == LF
     ends = np.flatnonzero(is_end)
     # line k ends where its "\n" is once the k line ends before it are taken out
     bounds = np.append(0, ends - np.arange(len(ends))).astype(np.int64)
@@ -302,7 +303,7 @@ def clean_body(block: bytes) -> bytes | None:
     if block in (b"", b"\n") or b"\r" in block:
         return None
     if not block.isascii():  # a byte-order mark and invalid UTF-8 are not ASCII
-        if block.startswith(_BOM) or b"\n" + _BOM in block:
+        if block.startswith(BOM) or b"\n" + BOM in block:
             return None
         try:
             block.decode("utf-8")
@@ -323,7 +324,7 @@ def object_lines(body: bytes) -> tuple[int, int] | None:
     if not len(data) or data[0] != _OPEN_BRACE:
         return None
     ends = np.flatnonzero(data < 0x20)
-    if len(ends) and (data[ends] != _LF).any():
+    if len(ends) and (data[ends] != LF).any():
         return None
     if body.endswith(b"\n"):
         starts, last_end = ends[:-1] + 1, len(data) - 1
