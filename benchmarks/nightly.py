@@ -1,7 +1,7 @@
 """The nightly pipeline benchmark behind ``make bench`` (never part of ``make test``).
 
 ``python -m benchmarks [--scales S,M,L] [--engines sail,spark] [--cache DIR] [--replay-hours H]
-[--sail-memory-pool-mib N]``
+[--sail-memory-pool-mib N] [--setting section.key=value ...]``
 
 Per scale: simulates the ``sample`` scenario day once (cached under ``--cache``, default
 ``$ROCKETLENS_BENCH_CACHE`` or ``~/.cache/rocketlens-bench``, outside the repo), measures the
@@ -86,7 +86,8 @@ def _tree_rss_bytes(root: int) -> int:
 
 
 def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str,
-                 sail_memory_pool_mib: int | None = None) -> dict:
+                 sail_memory_pool_mib: int | None = None,
+                 settings: dict[str, str] | None = None) -> dict:
     """``rocketlens run`` for the day in a subprocess: wall seconds, peak RSS, per-step seconds.
 
     The lake is removed first, so every figure is a first run of the day into an empty lake
@@ -97,6 +98,8 @@ def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str,
     env["ROCKETLENS_TEST_LAKE_FORMAT"] = lake_format
     if sail_memory_pool_mib is not None:  # else the setting's default (conf/base.toml)
         env["ROCKETLENS__ENGINE__SAIL_MEMORY_POOL_MIB"] = str(sail_memory_pool_mib)
+    for key, value in (settings or {}).items():  # e.g. engine.group_batch_rows=4000000
+        env["ROCKETLENS__" + key.upper().replace(".", "__")] = value
     # tests/lake_hooks.py: rocketlens with the Parquet store installed when lake_format says so
     cmd = [sys.executable, "-m", "tests.lake_hooks", "run", "--date", DAY.isoformat(), "--landing", str(landing),
            "--lake", str(lake_dir), "--engine", engine, "--log-format", "json"]
@@ -199,14 +202,18 @@ def main() -> None:
     parser.add_argument("--no-replay", action="store_true")
     parser.add_argument("--sail-memory-pool-mib", type=int, default=None,
                         help="engine.sail_memory_pool_mib for the runs (default: the setting's)")
+    parser.add_argument("--setting", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a setting for the runs, as ROCKETLENS__SECTION__KEY in the "
+                             "environment (repeatable), e.g. engine.group_batch_rows=4000000")
     args = parser.parse_args()
+    settings = dict(s.split("=", 1) for s in args.setting)
     scales = [s.strip() for s in args.scales.split(",") if s.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     args.cache.mkdir(parents=True, exist_ok=True)
     print(f"rocketlens benchmark: scales {scales}, engines {engines}, {os.cpu_count()} cores, "
           f"cache {args.cache}, Sail memory pool "
-          f"{args.sail_memory_pool_mib if args.sail_memory_pool_mib is not None else 'default'} MiB",
-          flush=True)
+          f"{args.sail_memory_pool_mib if args.sail_memory_pool_mib is not None else 'default'} MiB"
+          + "".join(f", {k}={v}" for k, v in settings.items()), flush=True)
 
     runs: list[dict] = []
     floors: dict[str, float] = {}
@@ -228,7 +235,8 @@ def main() -> None:
                  ([("spark", "parquet")] if "spark" in engines else [])
         for engine, fmt in setups:
             lake_dir = args.cache / scale / f"lake-{engine}-{fmt}"
-            result = run_pipeline(landing, lake_dir, engine, fmt, args.sail_memory_pool_mib)
+            result = run_pipeline(landing, lake_dir, engine, fmt, args.sail_memory_pool_mib,
+                                  settings)
             per_source = {s: {"rows": truth["lines"].get(s, 0), "parse_seconds": sec}
                           for s, sec in parse_seconds(result["events"]).items()}
             run = {"scale": scale, "engine": engine, "format": fmt, "wall": result["wall"],
@@ -236,7 +244,8 @@ def main() -> None:
                    "floor": floors[scale],
                    "per_source": per_source, "steps": step_seconds(result["events"]),
                    "staged": staged_seconds(result["events"]),
-                   "error": result["error"], "sail_memory_pool_mib": args.sail_memory_pool_mib}
+                   "error": result["error"], "sail_memory_pool_mib": args.sail_memory_pool_mib,
+                   "settings": settings}
             _record(args.cache, {"kind": "pipeline", **run})
             if run["error"]:
                 failed.append(f"{scale} {engine}/{fmt}: {run['error']}")
