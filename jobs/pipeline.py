@@ -134,7 +134,8 @@ def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings,
     process_queues = build_process_queues(bronze["running_info"])
     # a host whose log clock is whole hours off running info gives no ownership claims
     # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
-    skew = stage(host_clock_skew(bronze["client_log_events"], process_queues), CLOCK_SKEW)
+    skew = stage(host_clock_skew(bronze["client_log_events"], bronze["running_info"], stage),
+                 CLOCK_SKEW)
     ownership_logs = without_skewed_hosts(bronze["client_log_events"], skew)
     return {
         "queue_offsets": build_queue_offsets(bronze["offsets"]),

@@ -28,6 +28,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.ingest.client_logs import fixed_offset_millis
+from jobs.lake import Stage, no_staging
+from jobs.silver.process_queues import build_commit_offsets
 
 TOLERANCE_SECONDS = 600  # a running-info interval of up to 10 min still tells the hour
 SLOT_SECONDS = 300
@@ -65,12 +67,20 @@ def _fresh_persist_samples(log_events_df: DataFrame) -> DataFrame:
                         "_s.broker_name", "_s.queue_id")
 
 
-def host_clock_skew(log_events_df: DataFrame, process_queues_df: DataFrame) -> DataFrame:
-    """bronze.client_log_events + silver.process_queues → ``CLOCK_SKEW_SCHEMA``: one row per
+def host_clock_skew(log_events_df: DataFrame, running_info_df: DataFrame,
+                    stage: Stage = no_staging) -> DataFrame:
+    """bronze.client_log_events + bronze.running_info → ``CLOCK_SKEW_SCHEMA``: one row per
     (cluster, group, host) whose log clock is ``offset_hours`` off running info (positive: the
-    log times read earlier than the instants they denote)."""
-    samples = _fresh_persist_samples(log_events_df)
-    ri = process_queues_df.select("cluster", "group", "client_id", "topic", "broker_name",
+    log times read earlier than the instants they denote).
+
+    Only the running info of the clients with a sample is read (a few of a day's clients at M),
+    and of each queue entry only its commit offset (``build_commit_offsets``). ``stage(df,
+    name)`` stores the samples, which that filter and the match both read: unstaged, the log
+    lines were read twice (issue #19)."""
+    samples = stage(_fresh_persist_samples(log_events_df), "silver.clock_skew.samples")
+    sampled = running_info_df.join(samples.select("group", "client_id").distinct(),
+                                   on=["group", "client_id"], how="left_semi")
+    ri = build_commit_offsets(sampled).select("cluster", "group", "client_id", "topic", "broker_name",
                                   "queue_id", F.col("ts").alias("_ri_ts"),
                                   F.col("commit_offset").alias("_commit"), "date")
     keys = ["group", "client_id", "topic", "broker_name", "queue_id"]

@@ -58,7 +58,7 @@ def run_layers(spark, landing, staging, settings=Settings()):
         silver.update({k: stage(v, f"silver.{k}") for k, v in frames(silver, settings).items()})
     gold = {k: stage(v, f"gold.{k}") for k, v in gold_frames(silver, bronze, settings, stage).items()}
     # the skew silver's ownership claims were cut by (group_silver_frames), as the run stages it
-    skew = host_clock_skew(bronze["client_log_events"], silver["process_queues"])
+    skew = host_clock_skew(bronze["client_log_events"], bronze["running_info"])
     gold.update({k: stage(v, f"gold.{k}") for k, v in health_frames(
         gold, silver, settings, clock_skew_df=skew).items()})
     return {"bronze": bronze, "silver": silver, "gold": gold}

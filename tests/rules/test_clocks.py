@@ -14,8 +14,10 @@ from tests.rules.frames import DAY, T0
 
 EVENTS = ("host string, group string, client_id string, ts timestamp, event string, offset long, "
           "queues array<struct<topic:string,broker_name:string,queue_id:int>>")
-PQ = ("cluster string, group string, client_id string, topic string, broker_name string, "
-      "queue_id int, ts timestamp, commit_offset long, date date")
+# bronze.running_info with the columns the clock check reads (the rest are never looked at)
+RI = ("cluster string, group string, client_id string, ts timestamp, _source_file string, "
+      "_line_no long, mq_table array<struct<topic:string,broker_name:string,queue_id:int,"
+      "commit_offset:long>>, date date")
 MINUTES = range(0, 180, 2)  # 10:00-13:00 real time
 
 
@@ -28,8 +30,8 @@ def _client(host, client_id, queue_id, log_shift_hours, moving=True):
     mq = [{"topic": "t", "broker_name": "b", "queue_id": queue_id}]
     events = [(host, "g", client_id, T0 + dt.timedelta(minutes=m, hours=log_shift_hours),
                "PERSIST_OFFSET", offset(m), mq) for m in MINUTES]
-    ri = [("c", "g", client_id, "t", "b", queue_id, T0 + dt.timedelta(minutes=m, seconds=10),
-           offset(m), DAY) for m in MINUTES]
+    ri = [("c", "g", client_id, T0 + dt.timedelta(minutes=m, seconds=10), "ri.json", m,
+           [{**mq[0], "commit_offset": offset(m)}], DAY) for m in MINUTES]
     return events, ri
 
 
@@ -38,7 +40,7 @@ def test_a_host_whose_log_is_whole_hours_off_running_info_is_found(spark):
     ok_events, ok_ri = _client("gmt8-1", "10.0.0.2@1", 1, 0)
     idle_events, idle_ri = _client("idle-1", "10.0.0.3@1", 2, -8, moving=False)
     events = spark.createDataFrame(utc_events + ok_events + idle_events, EVENTS)
-    ri = spark.createDataFrame(utc_ri + ok_ri + idle_ri, PQ)
+    ri = spark.createDataFrame(utc_ri + ok_ri + idle_ri, RI)
     skew = host_clock_skew(events, ri)
     # logged at 02:00-05:00 for 10:00-13:00: one sample per logged hour, 3 hours
     expected = spark.createDataFrame([("c", "g", "utc-1", 8, 3, DAY)], CLOCK_SKEW_SCHEMA)
@@ -54,7 +56,7 @@ def test_a_host_whose_log_is_whole_hours_off_running_info_is_found(spark):
 
 def test_without_running_info_no_host_is_judged(spark):
     utc_events, _ = _client("utc-1", "10.0.0.1@1", 0, -8)
-    skew = host_clock_skew(spark.createDataFrame(utc_events, EVENTS), spark.createDataFrame([], PQ))
+    skew = host_clock_skew(spark.createDataFrame(utc_events, EVENTS), spark.createDataFrame([], RI))
     assert skew.collect() == []
 
 
