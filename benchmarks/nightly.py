@@ -1,7 +1,7 @@
 """The nightly pipeline benchmark behind ``make bench`` (never part of ``make test``).
 
 ``python -m benchmarks [--scales S,M,L] [--engines sail,spark] [--cache DIR] [--replay-hours H]
-[--sail-memory-pool-mib N] [--setting section.key=value ...]``
+[--sail-memory-pool-mib N] [--setting section.key=value ...] [--reuse-floor]``
 
 Per scale: simulates the ``sample`` scenario day once (cached under ``--cache``, default
 ``$ROCKETLENS_BENCH_CACHE`` or ``~/.cache/rocketlens-bench``, outside the repo), measures the
@@ -180,6 +180,14 @@ def _record(cache: Path, record: dict) -> None:
         f.write(json.dumps(record) + "\n")
 
 
+def _recorded_floor(cache: Path, scale: str) -> dict | None:
+    """The newest floor recorded for ``scale`` (``--reuse-floor``), or None."""
+    path = cache / "results.jsonl"
+    floors = ([r for r in map(json.loads, path.read_text().splitlines())
+               if r.get("kind") == "floor" and r.get("scale") == scale] if path.exists() else [])
+    return floors[-1]["per_source"] if floors else None
+
+
 def _row(cells: list) -> str:
     return "  ".join(str(c).rjust(w) for c, w in zip(cells, (6, 16, 9, 11, 9, 10, 12)))
 
@@ -202,6 +210,9 @@ def main() -> None:
     parser.add_argument("--no-replay", action="store_true")
     parser.add_argument("--sail-memory-pool-mib", type=int, default=None,
                         help="engine.sail_memory_pool_mib for the runs (default: the setting's)")
+    parser.add_argument("--reuse-floor", action="store_true",
+                        help="take the newest recorded raw-read floor of each scale instead of "
+                             "measuring it again (minutes at L; it varies with the machine)")
     parser.add_argument("--setting", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a setting for the runs, as ROCKETLENS__SECTION__KEY in the "
                              "environment (repeatable), e.g. engine.group_batch_rows=4000000")
@@ -225,11 +236,15 @@ def main() -> None:
         landing, truth = ensure_day(args.cache, scale)
         lines[scale] = sum(truth["lines"].values())
         sizes[scale] = landing_bytes(landing)
-        floor = _python_module("benchmarks.raw_floor", str(landing), "--date", DAY.isoformat())
+        floor = _recorded_floor(args.cache, scale) if args.reuse_floor else None
+        reused = floor is not None
+        if floor is None:
+            floor = _python_module("benchmarks.raw_floor", str(landing), "--date", DAY.isoformat())
+            _record(args.cache, {"kind": "floor", "scale": scale, "per_source": floor})
         floors[scale] = sum(v["seconds"] for v in floor.values())
-        _record(args.cache, {"kind": "floor", "scale": scale, "per_source": floor})
         print(f"[{scale}] {lines[scale]:,} lines, {sizes[scale] / 1e9:.2f} GB; "
-              f"raw-read floor {floors[scale]:.1f} s", flush=True)
+              f"raw-read floor {floors[scale]:.1f} s{' (recorded)' if reused else ''}",
+              flush=True)
         formats = [f.strip() for f in args.formats.split(",") if f.strip()]
         setups = ([("sail", f) for f in formats] if "sail" in engines else []) + \
                  ([("spark", "parquet")] if "spark" in engines else [])
