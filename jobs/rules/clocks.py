@@ -80,9 +80,9 @@ def host_clock_skew(log_events_df: DataFrame, running_info_df: DataFrame,
     samples = stage(_fresh_persist_samples(log_events_df), "silver.clock_skew.samples")
     sampled = running_info_df.join(samples.select("group", "client_id").distinct(),
                                    on=["group", "client_id"], how="left_semi")
-    ri = build_commit_offsets(sampled).select("cluster", "group", "client_id", "topic", "broker_name",
-                                  "queue_id", F.col("ts").alias("_ri_ts"),
-                                  F.col("commit_offset").alias("_commit"), "date")
+    ri = build_commit_offsets(sampled).select(
+        "cluster", "group", "client_id", "topic", "broker_name", "queue_id",
+        F.col("ts").alias("_ri_ts"), F.col("commit_offset").alias("_commit"), "date")
     keys = ["group", "client_id", "topic", "broker_name", "queue_id"]
     matched = (samples.join(ri, on=keys, how="inner").where(F.col("_commit") >= F.col("offset"))
                .groupBy("cluster", *keys, "host", "ts", "offset")
