@@ -217,6 +217,8 @@ def main() -> None:
                         help="a setting for the runs, as ROCKETLENS__SECTION__KEY in the "
                              "environment (repeatable), e.g. engine.group_batch_rows=4000000")
     args = parser.parse_args()
+    if any("=" not in s for s in args.setting):
+        parser.error("--setting takes section.key=value, e.g. engine.group_batch_rows=4000000")
     settings = dict(s.split("=", 1) for s in args.setting)
     scales = [s.strip() for s in args.scales.split(",") if s.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
