@@ -138,7 +138,7 @@ def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings,
                  CLOCK_SKEW)
     ownership_logs = without_skewed_hosts(bronze["client_log_events"], skew)
     return {
-        "queue_offsets": build_queue_offsets(bronze["offsets"]),
+        "queue_offsets": build_queue_offsets(bronze["offsets"], stage),
         "group_members": build_group_members(bronze["connections"]),
         "client_subscriptions": build_client_subscriptions(bronze["connections"],
                                                            bronze["running_info"]),

@@ -6,6 +6,7 @@ from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from jobs.key_numbers import key_numbers
+from jobs.lake import Stage, no_staging
 from jobs.silver.dedup import filter_first_per_snapshot
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
@@ -18,7 +19,7 @@ def owner_ip(client_ip):
     return F.when(trimmed.isin("", "N/A"), F.lit(None).cast("string")).otherwise(trimmed)
 
 
-def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
+def build_queue_offsets(offsets_df: DataFrame, stage: Stage = no_staging) -> DataFrame:
     """Bronze offsets → de-duplicated snapshots with ``lag`` and deltas to the previous snapshot.
 
     ``lag`` = broker_offset − consumer_offset, floored at 0: a consumer offset above the broker
@@ -30,7 +31,8 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
     ``broker_id``: the node that answered (0 = master; admin tools fall back to a slave while
     the master is down, DESIGN.md §3.1, facts §10.4); null when the collector does not say —
     unknown, never read as 0.
-    ``time_lag_seconds``: age of the oldest unconsumed message, see :func:`with_time_lag`.
+    ``time_lag_seconds``: age of the oldest unconsumed message, see :func:`with_time_lag`, which
+    ``stage`` serves.
     """
     if "broker_id" not in offsets_df.columns:  # optional (§3.1); bronze written before it
         offsets_df = offsets_df.withColumn("broker_id", F.lit(None).cast("long"))
@@ -66,7 +68,7 @@ def build_queue_offsets(offsets_df: DataFrame) -> DataFrame:
         *snapshot_neighbours(by_queue),
         "date",
     )
-    return (with_time_lag(offsets, QUEUE_NO).join(F.broadcast(queues), on=QUEUE_NO)
+    return (with_time_lag(offsets, QUEUE_NO, stage).join(F.broadcast(queues), on=QUEUE_NO)
             .withColumn("is_retry_topic", F.col("topic").startswith("%RETRY%"))
             .select(*COLUMNS))
 
@@ -78,18 +80,28 @@ COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", 
 
 
 NO_NEXT_SNAPSHOT = 2**63 - 1  # ``_next_ms`` of a queue's last snapshot
+NEIGHBOURS = ["_next_ms", "_first_ms", "_prev_ms", "_prev_broker", "_min_later_broker"]
 
 
 def snapshot_neighbours(by_queue: WindowSpec) -> list[Column]:
-    """``_next_ms`` (the queue's next snapshot, epoch ms; ``NO_NEXT_SNAPSHOT`` after its last)
-    and ``_first_ms`` (its first snapshot) over ``by_queue``: the queue's snapshots by ``ts``."""
+    """The ``NEIGHBOURS`` of each snapshot over ``by_queue`` (the queue's snapshots by ``ts``):
+    ``_next_ms`` (the next snapshot, epoch ms; ``NO_NEXT_SNAPSHOT`` after the last), ``_first_ms``
+    (the first), ``_prev_ms`` and ``_prev_broker`` (the previous one's time and broker offset) and
+    ``_min_later_broker`` (the lowest broker offset of the snapshots after it): enough to place
+    most consumer offsets on the queue's broker-offset history without sorting by offset
+    (``with_time_lag``)."""
     ms = F.unix_millis(F.col("ts"))
     return [F.coalesce(F.lead(ms).over(by_queue), F.lit(NO_NEXT_SNAPSHOT)).alias("_next_ms"),
             F.first(ms).over(by_queue.rowsBetween(Window.unboundedPreceding, Window.currentRow))
-            .alias("_first_ms")]
+            .alias("_first_ms"),
+            F.unix_millis(F.lag("ts").over(by_queue)).alias("_prev_ms"),
+            F.lag("broker_offset").over(by_queue).alias("_prev_broker"),
+            F.min("broker_offset").over(by_queue.rowsBetween(1, Window.unboundedFollowing))
+            .alias("_min_later_broker")]
 
 
-def with_time_lag(offsets_df: DataFrame, key: list[str] = QUEUE_KEY) -> DataFrame:
+def with_time_lag(offsets_df: DataFrame, key: list[str] = QUEUE_KEY,
+                  stage: Stage = no_staging) -> DataFrame:
     """Add ``time_lag_seconds``: how long the oldest unconsumed message (the one at
     ``consumer_offset``) has been waiting at this snapshot — measured, never extrapolated.
 
@@ -107,49 +119,81 @@ def with_time_lag(offsets_df: DataFrame, key: list[str] = QUEUE_KEY) -> DataFram
     idle spell the snapshot bound is within one snapshot interval. 0 when ``lag`` is 0; null when
     neither lower bound is known (nothing consumed yet and the history starts with the backlog).
 
-    Both bounds come from one sort of the queue's broker offsets and consumer offsets together
-    (no self-join): rows are ordered by offset, a snapshot's broker offset ranking before an equal
-    consumer offset, so for each consumer offset the broker-offset rows before it are the snapshots
-    with ``broker_offset ≤ consumer_offset``; the latest of them, and the next snapshot of the
-    latest (each snapshot carries its next one's time), are running maxima. Assumes one row per
-    queue and ``ts`` (de-duplicated snapshots) and non-null queue keys and offsets (bronze
-    requires them). ``_next_ms`` and ``_first_ms`` (``snapshot_neighbours``) are used when the
-    input has them — ``build_queue_offsets`` takes them from its own window over ``ts`` — else
-    computed here. ``key`` names the queue: its key columns, or ``build_queue_offsets``' queue
-    number.
+    Most snapshots with a lag are one snapshot interval behind at most: the previous snapshot's
+    broker offset is ≤ the consumer offset and no later one is (``snapshot_neighbours``), so the
+    latest snapshot at or below it is the previous one and the next after that is this one. Only
+    the other rows (a backlog older than one interval, or broker offsets that fell: a truncated
+    or re-created queue) are placed by sorting: their queues' broker offsets and their consumer
+    offsets on one offset line, a snapshot's broker offset ranking before an equal consumer
+    offset, so for each consumer offset the broker-offset rows before it are the snapshots with
+    ``broker_offset ≤ consumer_offset``; the latest of them, and the next snapshot of the latest,
+    are running maxima. At M 5 % of the rows, in 9 % of the rows' queues, need the sort: sorting
+    every row was two thirds of silver.queue_offsets (benchmarks/RESULTS.md, issue #19).
+
+    ``stage(df, name)`` stores the rows with their neighbours, which both paths read. Assumes one
+    row per queue and ``ts`` (de-duplicated snapshots) and non-null queue keys and offsets (bronze
+    requires them). The ``NEIGHBOURS`` are used when the input has them — ``build_queue_offsets``
+    takes them from its own window over ``ts`` — else computed here. ``key`` names the queue: its
+    key columns, or ``build_queue_offsets``' queue number.
     """
-    if "_next_ms" not in offsets_df.columns:
+    if not set(NEIGHBOURS) <= set(offsets_df.columns):
         by_ts = Window.partitionBy(*key).orderBy("ts")
-        offsets_df = offsets_df.select("*", *snapshot_neighbours(by_ts))
-    columns = [c for c in offsets_df.columns if c not in ("_next_ms", "_first_ms")]
+        offsets_df = offsets_df.select(*[c for c in offsets_df.columns if c not in NEIGHBOURS],
+                                       *snapshot_neighbours(by_ts))
+    columns = [c for c in offsets_df.columns if c not in NEIGHBOURS]
+    c = F.col("consumer_offset")
+    placed_by_sort = (F.col("lag") > 0) & (
+        (F.col("_prev_broker") > c) | (F.col("_min_later_broker") <= c))
+    rows = stage(offsets_df.withColumn("_by_sort", F.coalesce(placed_by_sort, F.lit(False))),
+                 "silver.queue_offsets.snapshots")
+    by_neighbours = (rows.where(~F.col("_by_sort"))
+                     .select(*columns, "_first_ms", F.col("_prev_ms").alias("_latest_ms"),
+                             F.when(F.col("_prev_ms").isNotNull(), F.unix_millis(F.col("ts")))
+                             .alias("_after_ms")))
+    sorted_queues = rows.where(F.col("_by_sort")).select(*key).distinct()
+    by_sort = _bounds_by_sort(rows.join(F.broadcast(sorted_queues), on=key, how="left_semi"),
+                              key, columns)
+    bounds = [*columns, "_first_ms", "_latest_ms", "_after_ms"]
+    return _time_lag(by_neighbours.select(*bounds).unionByName(by_sort.select(*bounds)), columns)
+
+
+def _bounds_by_sort(rows: DataFrame, key: list[str], columns: list[str]) -> DataFrame:
+    """``_latest_ms`` and ``_after_ms`` of the ``_by_sort`` rows of ``rows`` (whole queues) from
+    one window over the queues' offsets (``with_time_lag``), with ``columns`` and ``_first_ms``."""
     ms = F.unix_millis(F.col("ts"))
     # A non-literal rank column: Sail cannot sort rows whose rank is a literal of a union branch.
     zero = F.col("broker_offset") * 0
-    # Each snapshot becomes two entries on its queue's offset line, its broker offset and its
-    # consumer offset, and the latter carries the rest of the row: the input is referenced once.
-    # A union of two selects joined back to the input built the de-duplicated snapshots three
-    # times, and the join's hash table could overflow Sail's memory pool.
-    rest = [c for c in offsets_df.columns if c not in key and c != "_next_ms"]
+    # Each snapshot becomes its broker offset's entry on its queue's offset line, and a snapshot
+    # placed here also its consumer offset's, which carries the rest of the row: the input is
+    # referenced once. A union of two selects joined back to the input built the de-duplicated
+    # snapshots three times, and the join's hash table could overflow Sail's memory pool.
+    rest = [c for c in columns if c not in key] + ["_first_ms"]
     row = F.struct(*[F.col(c) for c in rest])
-    entries = F.array(
-        F.struct(F.col("broker_offset").alias("_offset"), zero.alias("_is_query"), ms.alias("_ms"),
-                 F.col("_next_ms").alias("_next"), F.when(zero == 1, row).alias("_row")),
-        F.struct(F.col("consumer_offset").alias("_offset"), (zero + 1).alias("_is_query"),
-                 ms.alias("_ms"), F.when(zero == 1, F.col("_next_ms")).alias("_next"),
-                 row.alias("_row")))
+    broker_entry = F.struct(
+        F.col("broker_offset").alias("_offset"), zero.alias("_is_query"), ms.alias("_ms"),
+        F.col("_next_ms").alias("_next"), F.when(zero == 1, row).alias("_row"))
+    consumer_entry = F.struct(
+        F.col("consumer_offset").alias("_offset"), (zero + 1).alias("_is_query"), ms.alias("_ms"),
+        F.when(zero == 1, F.col("_next_ms")).alias("_next"), row.alias("_row"))
+    entries = (F.when(F.col("_by_sort"), F.array(broker_entry, consumer_entry))
+               .otherwise(F.array(broker_entry)))
     # One window, running maxima only: a second, reverse-ordered window for the first snapshot
     # above the consumer offset cost more than the rest of silver.queue_offsets (benchmarks/RESULTS.md).
     before = (Window.partitionBy(*key).orderBy("_offset", "_is_query", "_ms")
               .rowsBetween(Window.unboundedPreceding, -1))
-    bounds = (offsets_df.select(*key, F.explode(entries).alias("_e"))
-              .select(*key, "_e._offset", "_e._is_query", "_e._ms", "_e._next", "_e._row")
-              .select(*key, "_is_query", "_row",
-                      F.max(F.when(F.col("_is_query") == 0, F.col("_ms"))).over(before)
-                      .alias("_latest_ms"),
-                      F.max("_next").over(before).alias("_after_ms"))
-              .where(F.col("_is_query") == 1)
-              .select(*key, *[F.col("_row")[c].alias(c) for c in rest], "_latest_ms",
-                      "_after_ms"))
+    return (rows.select(*key, F.explode(entries).alias("_e"))
+            .select(*key, "_e._offset", "_e._is_query", "_e._ms", "_e._next", "_e._row")
+            .select(*key, "_is_query", "_row",
+                    F.max(F.when(F.col("_is_query") == 0, F.col("_ms"))).over(before)
+                    .alias("_latest_ms"),
+                    F.max("_next").over(before).alias("_after_ms"))
+            .where(F.col("_is_query") == 1)
+            .select(*key, *[F.col("_row")[c].alias(c) for c in rest], "_latest_ms", "_after_ms"))
+
+
+def _time_lag(bounds: DataFrame, columns: list[str]) -> DataFrame:
+    """``columns`` and ``time_lag_seconds`` from each row's ``_latest_ms`` (the latest snapshot
+    at or below its consumer offset), ``_after_ms`` (the one after that) and ``_first_ms``."""
     not_yet_stored_at = F.timestamp_millis("_latest_ms")
     # null _after_ms: no snapshot at or below the consumer offset, so the first one is above it
     after_ms = F.coalesce("_after_ms", "_first_ms")
