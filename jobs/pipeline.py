@@ -130,7 +130,8 @@ def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings,
     """The silver tables whose rows depend on their own consumer group's records only: each can
     be computed from one batch of whole groups (``in_batch``). ``stage`` stores the clock skew
     (``CLOCK_SKEW``), which both kinds of log claims and group_health read: unstaged, each read
-    computed it again (9.4 s each at M); ``host_clock_skew`` stages its samples with it."""
+    computed it again (9.4 s each at M); ``host_clock_skew`` stages its samples with it, and
+    ``build_queue_offsets`` the snapshots both of its time-lag paths read."""
     process_queues = build_process_queues(bronze["running_info"])
     # a host whose log clock is whole hours off running info gives no ownership claims
     # (DESIGN.md §5.1 "Clocks"); group_health names it (health_frames)
