@@ -239,16 +239,22 @@ BATCH_COLUMN = "_batch"
 # with 2,048-row groups. ``maxRowGroupSize`` is Sail's option; Spark's writer ignores it (its
 # partitioned write sorts by batch and keeps one file open).
 SPLIT_ROW_GROUP_ROWS = 2048
+# Narrow rows (offsets, connections, client-log events: ~0.1–0.3 KB, against running info's
+# ~9 KB) can fill larger groups: 59 open files of 16,384 such rows hold ~0.3 GB. Small groups cost
+# time: splitting the M day's offsets took 6.0 s in 2,048-row groups and 4.5 s in 16,384-row ones,
+# its client-log events 7.3 and 5.9 s (benchmarks/RESULTS.md, session 19).
+NARROW_SPLIT_ROW_GROUP_ROWS = 16384
 
 
 def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str, name: str,
-                  batches: int) -> list[DataFrame]:
+                  batches: int, row_group_rows: int = SPLIT_ROW_GROUP_ROWS) -> list[DataFrame]:
     """Write ``df`` once as Parquet partitioned by its ``_batch`` column (0 … ``batches`` - 1)
     and read each batch back by itself, without that column. Why: each batch of groups then
     scans its own files; filtering the whole day again per batch made the L day's ~56 batches
-    re-read all of its bronze each time (benchmarks/RESULTS.md, issue #19)."""
+    re-read all of its bronze each time (benchmarks/RESULTS.md, issue #19). ``row_group_rows``:
+    ``SPLIT_ROW_GROUP_ROWS``, or ``NARROW_SPLIT_ROW_GROUP_ROWS`` for narrow rows."""
     path = staging_path(lake, run_id, name)
-    (df.write.mode("overwrite").option("maxRowGroupSize", SPLIT_ROW_GROUP_ROWS)
+    (df.write.mode("overwrite").option("maxRowGroupSize", row_group_rows)
      .partitionBy(BATCH_COLUMN).parquet(path))
     schema = StructType([f for f in df.schema.fields if f.name != BATCH_COLUMN])
     return [_read_parquet_dirs(spark, schema, [f"{path}/{BATCH_COLUMN}={b}"])

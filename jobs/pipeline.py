@@ -482,9 +482,13 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
 
         def split(frames: dict[str, DataFrame], column: str,
                   plan: list[list[str]]) -> BatchedFrames:
+            # running info's rows are wide (properties, status and process-queue tables)
             parts = {} if len(plan) == 1 else {
-                name: lake.stage_batches(spark, with_batch(df, column, plan), lake_dir, run_id,
-                                         f"split.{column}.{name}", len(plan))
+                name: lake.stage_batches(
+                    spark, with_batch(df, column, plan), lake_dir, run_id,
+                    f"split.{column}.{name}", len(plan),
+                    lake.SPLIT_ROW_GROUP_ROWS if name == RUNNING_INFO.name
+                    else lake.NARROW_SPLIT_ROW_GROUP_ROWS)
                 for name, df in frames.items() if column in df.columns}
             return BatchedFrames(column, plan, frames, parts)
 
