@@ -24,7 +24,10 @@ def build_group_members(connections_df: DataFrame) -> DataFrame:
     channels = filter_first_per_key(
         connections_df.select(*channel, "language", "version", "consume_type", "message_model",
                               "date", "_source_file", "_line_no"), channel)
-    processes = processes_per_id(channels, MEMBER_KEY)
+    # from every copy: a repeated channel adds no distinct address, and the de-duplicating
+    # window then runs once, for the details (twice was half of this table's time at M, 10.0 s
+    # against 5.8 s; benchmarks/RESULTS.md)
+    processes = processes_per_id(connections_df, MEMBER_KEY)
     details = channels.groupBy(*MEMBER_KEY).agg(
         sorted_set("client_addr").alias("client_addrs"),
         sorted_set("broker_name").alias("broker_names"),
