@@ -7,7 +7,7 @@ import datetime as dt
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from jobs.silver.dedup import filter_first_per_key, filter_first_per_snapshot
+from jobs.silver.dedup import filter_first_per_key, filter_first_per_snapshot, first_running_info
 from jobs.silver.queue_offsets import build_queue_offsets
 
 DAY = dt.date(2025, 11, 21)
@@ -76,3 +76,24 @@ def test_queue_offsets_deltas_follow_the_winning_copies(spark):
        "consumer_offset_delta long, owner_ip string, broker_reports_no_owner boolean, "
        "inflight long, time_lag_seconds double")
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_first_running_info_takes_the_winning_copys_columns(spark):
+    """The window numbers the copies by key and place only; the columns are joined to the
+    winner, so they must be that copy's, never another copy's of the same snapshot."""
+    schema = ("cluster string, group string, client_id string, ts timestamp, v long, "
+              "w string, _source_file string, _line_no long")
+    df = spark.createDataFrame([
+        ("c", "g", "a@1", at(0), 1, "late", "f2", 1),
+        ("c", "g", "a@1", at(0), 2, "first", "f1", 9),
+        ("c", "g", "a@1", at(0), 3, "same file, later", "f1", 10),
+        ("c", "g", "a@1", at(1), 4, "only", "f2", 2),
+        ("c", "g", "b@1", at(0), 5, "other client", "f2", 1),
+    ], schema)
+    actual = first_running_info(df, "v", "w")
+    expected = spark.createDataFrame([
+        ("c", "g", "a@1", at(0), 2, "first"), ("c", "g", "a@1", at(1), 4, "only"),
+        ("c", "g", "b@1", at(0), 5, "other client"),
+    ], "cluster string, group string, client_id string, ts timestamp, v long, w string")
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True,
+                       ignore_column_order=True)
