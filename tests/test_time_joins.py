@@ -69,3 +69,26 @@ def test_merge_intervals_merges_a_null_key_as_its_own_key(spark):
     got = sorted((r["q"] or "", r["s"], r["e"]) for r in merge_intervals(df, ["q"], "s", "e")
                  .collect())
     assert got == [("", _at(0), _at(20)), ("q1", _at(5), _at(30))]
+
+
+def test_merging_a_part_first_changes_no_merged_stretch(spark):
+    """silver.queue_state merges the [persistAll] claims once and merges the result again with
+    the other claims: merge(A ∪ B) must equal merge(A ∪ merge(B)), touching and open ends
+    included."""
+    rng = random.Random(11)
+    a, b = [], []
+    for _ in range(150):
+        start = rng.randint(0, 1500)
+        end = None if rng.random() < 0.02 else _at(start + rng.choice((0, 1, 5, 10, 30)))
+        (a if rng.random() < 0.5 else b).append((f"q{rng.randint(1, 4)}", _at(start), end))
+    b += [("q5", _at(2000), _at(2010)), ("q5", _at(2010), _at(2020))]  # touch inside B
+    a += [("q5", _at(2020), _at(2030))]  # touches B's merged stretch from A
+    schema = "q string, s timestamp, e timestamp"
+    a_df, b_df = spark.createDataFrame(a, schema), spark.createDataFrame(b, schema)
+
+    def merged(df):
+        return sorted(tuple(r) for r in merge_intervals(df, ["q"], "s", "e").collect())
+
+    whole = merged(a_df.unionByName(b_df))
+    assert merged(a_df.unionByName(merge_intervals(b_df, ["q"], "s", "e"))) == whole
+    assert ("q5", _at(2000), _at(2030)) in whole

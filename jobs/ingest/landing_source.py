@@ -33,6 +33,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,27 +154,47 @@ def _count_lines(handle, start: int, end: int) -> int:
 def plan_ranges(files: list[tuple[str, str, str]], split_bytes: int) -> list[FileRange]:
     """Partitions for ``files`` (``rel_path, path, folder_date``): a range per ``split_bytes`` of
     a plain file, cut just after a ``\\n``, with the number of its first line; an empty file has
-    none (a zero-byte ``.gz`` is no gzip stream)."""
-    ranges: list[FileRange] = []
+    none (a zero-byte ``.gz`` is no gzip stream).
+
+    The cuts are found by seeking; the lines before each cut are then counted on every core at
+    once (``_count_lines`` runs without the GIL): counted one range after the other, the M day's
+    4.8 GB running-info file kept one core busy for 5.5 s while the other waited (issue #19)."""
+    cuts: list[tuple[str, str, str, int, int | None]] = []
     for rel, path, folder in files:
         size = Path(path).stat().st_size
         if size == 0:
             continue
         if is_gzip(Path(path)) or size <= split_bytes:
-            ranges.append(FileRange(rel, path, folder, 0, None, 1))
+            cuts.append((rel, path, folder, 0, None))
             continue
         with open(path, "rb") as handle:
-            start, first = 0, 1
+            start = 0
             while start < size:
                 handle.seek(start + split_bytes)
                 tail = handle.readline()  # up to and including the next "\n"
                 end = start + split_bytes + len(tail)
                 if not tail or end >= size:
-                    ranges.append(FileRange(rel, path, folder, start, None, first))
+                    cuts.append((rel, path, folder, start, None))
                     break
-                ranges.append(FileRange(rel, path, folder, start, end, first))
-                first += _count_lines(handle, start, end)
+                cuts.append((rel, path, folder, start, end))
                 start = end
+
+    def lines_in(cut: tuple[str, str, str, int, int | None]) -> int:
+        _rel, path, _folder, start, end = cut
+        if end is None:  # a file's last range: no range after it needs its count
+            return 0
+        with open(path, "rb") as handle:
+            return _count_lines(handle, start, end)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        counts = list(pool.map(lines_in, cuts))
+    ranges: list[FileRange] = []
+    first = 1
+    for (rel, path, folder, start, end), lines in zip(cuts, counts):
+        if start == 0:
+            first = 1
+        ranges.append(FileRange(rel, path, folder, start, end, first))
+        first += lines
     return ranges
 
 

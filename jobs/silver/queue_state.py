@@ -101,8 +101,8 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     that hold until then). ``running_info_round_seconds``: the answers of one running-info poll
     of a group lie within this (``answered_running_info_claims``).
 
-    ``stage(df, name)`` stores the claim lifetimes, the answered claims and both sets of claims
-    in force (a few rows per queue): each feeds two sides of its range join, and unstaged the
+    ``stage(df, name)`` stores the claim lifetimes, the [persistAll] claims merged, the answered
+    claims and both sets of claims in force (a few rows per queue): each feeds two sides of its range join, and unstaged the
     windows over every ownership row ran four times (a fifth of M's groups: 23.7 s unstaged,
     6.1 s staged)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
@@ -111,6 +111,13 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     live_until = liveness_ends(members_df, liveness_window_seconds)
     lifetimes = stage(claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds),
                       "silver.claim_lifetimes")
+    # the [persistAll] claims merged once, for both sets of claims in force below: merging is a
+    # union of intervals, so merge(A ∪ B) = merge(A ∪ merge(B)), and M's 6.3 M persist claims
+    # are sorted once instead of twice
+    claim = [*QUEUE_KEY, "client_id", "valid_from", "valid_until"]
+    persisted = F.col("source") == "persist_log"
+    persisted_in_force = stage(claims_in_force(lifetimes.where(persisted)),
+                               "silver.persisted_claims_in_force")
     # what the claimant itself keeps saying: every running-info round it answers, and its
     # [persistAll] lines (every persist interval, each held 2 intervals); a rebalance set is
     # logged once, so it says nothing about the client being alive now
@@ -118,10 +125,10 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     # intervals, each key's last end), and each read ran the rounds' window again
     answered = stage(answered_running_info_claims(
         lifetimes.where(F.col("source") == "running_info"), running_info_round_seconds
-    ).unionByName(lifetimes.where(F.col("source") == "persist_log"))
-        .select(*QUEUE_KEY, "client_id", "valid_from", "valid_until"), "silver.answered_claims")
-    claimed = _with_claimants(snaps, stage(claims_in_force(lifetimes), "silver.claims_in_force"),
-                              "claimed_by")
+    ).select(*claim).unionByName(persisted_in_force), "silver.answered_claims")
+    in_force = claims_in_force(lifetimes.where(~F.coalesce(persisted, F.lit(False)))
+                               .select(*claim).unionByName(persisted_in_force))
+    claimed = _with_claimants(snaps, stage(in_force, "silver.claims_in_force"), "claimed_by")
     claimed = _with_claimants(claimed, stage(claims_in_force(answered),
                                              "silver.answered_claims_in_force"), "answered_by")
     live = live_per_snapshot(member_context_df.select("cluster", "group", "ts", "client_id",
