@@ -103,8 +103,8 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
 
     ``stage(df, name)`` stores the claim lifetimes, the [persistAll] claims merged, the answered
     claims and both sets of claims in force (a few rows per queue): each feeds two sides of its
-    range join, and unstaged the windows over every ownership row ran four times (a fifth of M's groups: 23.7 s unstaged,
-    6.1 s staged)."""
+    range join, and unstaged the windows over every ownership row ran four times (a fifth of M's
+    groups: 23.7 s unstaged, 6.1 s staged)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
                                     "broker_offset_delta", "consumer_offset_delta", "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
