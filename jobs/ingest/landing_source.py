@@ -190,10 +190,10 @@ def plan_ranges(files: list[tuple[str, str, str]], split_bytes: int) -> list[Fil
         counts = list(pool.map(lines_in, cuts))
     ranges: list[FileRange] = []
     first = 1
-    for (rel, path, folder, start, end), lines in zip(cuts, counts):
-        if start == 0:
+    for (rel, path, folder, cut_start, cut_end), lines in zip(cuts, counts):
+        if cut_start == 0:
             first = 1
-        ranges.append(FileRange(rel, path, folder, start, end, first))
+        ranges.append(FileRange(rel, path, folder, cut_start, cut_end, first))
         first += lines
     return ranges
 
