@@ -122,7 +122,8 @@ def session(engine: str, remote: str | None, settings: Settings,
                 engine, remote=remote or settings.engine.remote or None, delta=delta,
                 shuffle_partitions=settings.engine.shuffle_partitions,
                 connect_timeout=settings.engine.connect_timeout_seconds,
-                sail_memory_pool_mib=settings.engine.sail_memory_pool_mib))
+                sail_memory_pool_mib=settings.engine.sail_memory_pool_mib,
+                sail_batch_rows=settings.engine.sail_batch_rows))
         except EngineConfigError as exc:
             raise UsageProblem(str(exc)) from None
         except JavaNotFound as exc:

@@ -43,6 +43,7 @@ class JavaNotFound(EngineError):
 _DEFAULTS = EngineSettings()
 CONNECT_TIMEOUT_SECONDS = _DEFAULTS.connect_timeout_seconds
 SAIL_MEMORY_POOL_MIB = _DEFAULTS.sail_memory_pool_mib  # 0, unbounded: see _limit_sail_memory
+SAIL_BATCH_ROWS = _DEFAULTS.sail_batch_rows  # see _set_sail_batch_rows
 CODEGEN_CACHE_ENTRIES = 10_000  # a local classic session's compiled-class cache (Spark's default: 100)
 
 
@@ -52,13 +53,14 @@ def open_session(engine: str = "sail", *, remote: str | None = None, delta: bool
                  shuffle_partitions: int = _DEFAULTS.shuffle_partitions,
                  app_name: str = "rocketlens",
                  connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
-                 sail_memory_pool_mib: int = SAIL_MEMORY_POOL_MIB) -> Iterator[SparkSession]:
+                 sail_memory_pool_mib: int = SAIL_MEMORY_POOL_MIB,
+                 sail_batch_rows: int = SAIL_BATCH_ROWS) -> Iterator[SparkSession]:
     """Yield a ready SparkSession for ``engine`` and stop it (and its server) afterwards.
 
     Raises ``EngineError`` (or a subclass) when the session cannot be had, before any work.
     """
     if engine == "sail":
-        with _sail_session(sail_memory_pool_mib) as spark:
+        with _sail_session(sail_memory_pool_mib, sail_batch_rows) as spark:
             yield spark
     elif engine == "spark":
         spark = _classic_session(delta=delta, master=master,
@@ -135,14 +137,25 @@ def _limit_sail_memory(pool_mib: int) -> None:
             os.environ.pop(key, None)
 
 
+def _set_sail_batch_rows(batch_rows: int) -> None:
+    """The rows of each Arrow batch the embedded server's operators pass on (Sail's
+    ``execution.batch_size``, 8,192 by default). Fewer, larger batches cost less per row in the
+    sorts and windows over a day's snapshots: the bench M day 268.3 s at 8,192, 250.6 s at
+    16,384 (peak 2.64 → 2.73 GiB) and 248.4 s at 32,768 (3.25 GiB); benchmarks/RESULTS.md,
+    session 20. Read when the server starts; the setting always decides."""
+    os.environ["SAIL_EXECUTION__BATCH_SIZE"] = str(batch_rows)
+
+
 @contextmanager
-def _sail_session(memory_pool_mib: int = SAIL_MEMORY_POOL_MIB) -> Iterator[SparkSession]:
+def _sail_session(memory_pool_mib: int = SAIL_MEMORY_POOL_MIB,
+                  batch_rows: int = SAIL_BATCH_ROWS) -> Iterator[SparkSession]:
     os.environ.setdefault("RUST_LOG", "error")  # Sail logs INFO/WARN chatter to stderr
     # The embedded server runs Python functions (mapInArrow, data sources' readers) in this
     # interpreter through pyspark's worker module, which since pyspark 4.2 refuses to load unless
     # the process says it is a Python worker: without this, mapInArrow fails on Sail 0.7.2.
     os.environ["SPARK_PYTHON_RUNTIME"] = "PYTHON_WORKER"
     _limit_sail_memory(memory_pool_mib)
+    _set_sail_batch_rows(batch_rows)
     try:
         from pysail.spark import SparkConnectServer
     except ImportError as exc:  # pragma: no cover - pysail is a dependency

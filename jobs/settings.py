@@ -38,6 +38,7 @@ class EngineSettings(_Section):
     shuffle_partitions: int = Field(8, ge=1)
     connect_timeout_seconds: float = Field(10, gt=0)
     sail_memory_pool_mib: int = Field(0, ge=0)
+    sail_batch_rows: int = Field(16384, ge=1)
     group_batch_rows: int = Field(2_000_000, ge=1)
     # landing reads are packed into at most this many partitions; 0: this machine's cores
     read_partitions: int = Field(0, ge=0)

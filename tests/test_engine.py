@@ -1,0 +1,39 @@
+"""Engine settings reach the embedded engine (``jobs.engine``)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the largest batch a Python function sees inside the embedded engine (its operators' batch size)
+_PROBE = """
+import sys
+import pandas as pd
+from pyspark.sql import functions as F
+from jobs.engine import open_session
+
+with open_session("sail", sail_batch_rows=int(sys.argv[1])) as spark:
+    @F.pandas_udf("long")
+    def rows(ids: pd.Series) -> pd.Series:
+        return pd.Series([len(ids)] * len(ids))
+
+    print(spark.range(0, 100_000, 1, 1).select(F.max(rows("id"))).first()[0])
+"""
+
+
+@pytest.mark.sail_only
+def test_the_batch_rows_setting_sizes_the_embedded_engines_batches():
+    """``engine.sail_batch_rows`` decides, also over a ``SAIL_EXECUTION__BATCH_SIZE`` inherited
+    from the parent process (a run started by another run)."""
+    env = {**os.environ, "SAIL_EXECUTION__BATCH_SIZE": "5000", "PYTHONPATH": str(ROOT)}
+    largest = {}
+    for rows in (3000, 4096):
+        proc = subprocess.run([sys.executable, "-c", _PROBE, str(rows)], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        largest[rows] = int(proc.stdout.strip().splitlines()[-1])
+    assert largest == {3000: 3000, 4096: 4096}
