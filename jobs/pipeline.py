@@ -66,6 +66,16 @@ from schemas.landing import ALL_SOURCES, CONNECTIONS, JSON_SOURCES, OFFSETS, RUN
 log = logging.getLogger(__name__)
 
 BRONZE_RECORD_TABLES = ("offsets", "connections", "running_info", "client_log_events")
+# Bronze columns no per-group table reads: a log line's text (only the cluster-wide master-down
+# windows read it, from the whole day) and the run's lineage. The batches of groups are split
+# without them (``per_group_columns``), a third of the bytes of the day's log events.
+NOT_PER_GROUP = ("message", "_ingested_at", "_run_id")
+
+
+def per_group_columns(df: DataFrame) -> DataFrame:
+    """``df`` without ``NOT_PER_GROUP``, whether or not the day is split: a per-group rule that
+    came to read one of them fails on every day, not only on days of several batches."""
+    return df.drop(*NOT_PER_GROUP)
 
 
 class NoLandingData(RuntimeError):
@@ -527,7 +537,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             return {name: keep(df) for name, df in frames.items()}
 
         group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
-        inputs = split(stored, "group", group_plan)
+        inputs = split({name: per_group_columns(df) for name, df in stored.items()}, "group",
+                       group_plan)
         silver = write_batched("silver", "group", group_plan, lambda b: group_silver_frames(
             inputs.batch(b), settings, batch_stage(b)))
         silver = silver.with_whole(write_batched(  # one batch: every group
