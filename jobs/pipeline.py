@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -503,29 +504,46 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
             return BatchedFrames(column, plan, frames, parts)
 
         def write_batched(layer: str, column: str, plan: list[list[str]],
-                          frames_of: Callable[[int], dict[str, DataFrame]]) -> BatchedFrames:
-            parts: dict[str, list[DataFrame]] = {}
-            schemas: dict[str, StructType] = {}
-            spent: dict[str, float] = {}
-            for batch in range(len(plan)):
+                          frames_of: Callable[[int], dict[str, DataFrame]],
+                          threads: int = 1) -> BatchedFrames:
+            """Each batch's frames staged, then each table written whole. ``threads`` > 1 runs
+            that many batches at once (``frames_of`` must then stage its intermediates per
+            batch)."""
+            def one_batch(batch: int) -> dict[str, tuple[DataFrame, StructType, float]]:
                 # intermediates staged while the frames are built count to the batch's first table
                 building = time.monotonic()
-                frames = frames_of(batch)
-                for index, (name, df) in enumerate(frames.items()):
+                staged: dict[str, tuple[DataFrame, StructType, float]] = {}
+                for index, (name, df) in enumerate(frames_of(batch).items()):
                     if len(plan) > 1 and column not in df.columns:  # its batches would repeat it
                         raise ValueError(f"{layer}.{name} has no {column}: not computed in batches")
                     began = building if index == 0 else time.monotonic()
                     numbered = {"batch": batch + 1, "batches": len(plan)} if len(plan) > 1 else {}
                     progress(f"computing {layer}.{name}", stage=layer, table=f"{layer}.{name}",
                              **numbered)
-                    parts.setdefault(name, []).append(lake.stage_batch(
-                        spark, df, lake_dir, run_id, f"{layer}.{name}", batch))
-                    schemas[name] = df.schema
-                    spent[name] = spent.get(name, 0.0) + time.monotonic() - began
+                    part = lake.stage_batch(spark, df, lake_dir, run_id, f"{layer}.{name}", batch)
+                    staged[name] = (part, df.schema, time.monotonic() - began)
+                return staged
+
+            began = time.monotonic()
+            if threads > 1 and len(plan) > 1:
+                with ThreadPoolExecutor(max_workers=threads) as pool:
+                    batches = list(pool.map(one_batch, range(len(plan))))
+            else:
+                batches = [one_batch(b) for b in range(len(plan))]
+            parts: dict[str, list[DataFrame]] = {}
+            schemas: dict[str, StructType] = {}
+            spent: dict[str, float] = {}
+            for staged in batches:
+                for name, (part, schema, seconds) in staged.items():
+                    parts.setdefault(name, []).append(part)
+                    schemas[name] = schema
+                    spent[name] = spent.get(name, 0.0) + seconds
+            # batches run at once: each table's share of the time they took together
+            scale = (time.monotonic() - began) / (sum(spent.values()) or 1.0) if threads > 1 else 1.0
             whole = {name: lake.read_staged_batches(spark, schemas[name], lake_dir, run_id,
                                                     f"{layer}.{name}") for name in parts}
             for name, df in whole.items():
-                write(only_day(df, run_date), layer, name, time.monotonic() - spent[name])
+                write(only_day(df, run_date), layer, name, time.monotonic() - spent[name] * scale)
             return BatchedFrames(column, plan, whole, parts if len(plan) > 1 else {})
 
         def batch_stage(batch: int) -> lake.Stage:
@@ -557,10 +575,12 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
 
         # the rest of gold per batch of groups too; the producer tables are read whole by each
         # batch, and each batch keeps only its own groups' health and incident rows
+        # gold's batches two at a time: each is many short queries that leave a core idle
         gold = write_batched("gold", "group", group_plan, lambda b: {
             name: df for name, df in gold_frames(
-                silver_day.batch(b), inputs.batch(b), settings, stage_intermediate,
-                producer).items() if name not in producer}).with_whole(producer)
+                silver_day.batch(b), inputs.batch(b), settings, batch_stage(b),
+                producer).items() if name not in producer},
+            threads=settings.engine.batch_threads).with_whole(producer)
         gold_day = gold.map(lambda df: only_day(df, run_date))
 
         def own_groups(batch: int) -> Callable[[DataFrame], DataFrame]:

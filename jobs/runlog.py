@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import threading
 import time
 
 LOG_FORMATS = ("text", "json")
@@ -23,6 +24,10 @@ class RunLog:
         self.run_id, self.run_date, self.fmt = run_id, run_date, fmt
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
+        # gold's batches log from two threads at once (engine.batch_threads): one write per line,
+        # under a lock; print's separate write of the line end let another thread's event or
+        # warning land inside the line, which was then no JSON
+        self._lock = threading.Lock()
 
     def __call__(self, message: str, level: str = "INFO", **fields) -> None:
         elapsed = round(time.monotonic() - self.started, 3)
@@ -35,4 +40,6 @@ class RunLog:
         else:
             detail = "".join(f"  {k}={fields[k]}" for k in ("rows", "seconds") if k in fields)
             line = f"  [{elapsed:7.1f}s] {message}{detail}"
-        print(line, file=self.stream, flush=True)
+        with self._lock:
+            self.stream.write(line + "\n")
+            self.stream.flush()

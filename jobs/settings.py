@@ -40,6 +40,7 @@ class EngineSettings(_Section):
     sail_memory_pool_mib: int = Field(0, ge=0)
     sail_batch_rows: int = Field(16384, ge=1)
     group_batch_rows: int = Field(2_000_000, ge=1)
+    batch_threads: int = Field(2, ge=1)
     # landing reads are packed into at most this many partitions; 0: this machine's cores
     read_partitions: int = Field(0, ge=0)
 
