@@ -575,7 +575,8 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
 
         # the rest of gold per batch of groups too; the producer tables are read whole by each
         # batch, and each batch keeps only its own groups' health and incident rows
-        # gold's batches two at a time: each is many short queries that leave a core idle
+        # gold's batches engine.batch_threads at a time: each is many short queries that leave a
+        # core idle alone
         gold = write_batched("gold", "group", group_plan, lambda b: {
             name: df for name, df in gold_frames(
                 silver_day.batch(b), inputs.batch(b), settings, batch_stage(b),
