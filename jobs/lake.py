@@ -364,11 +364,12 @@ def sweep_staging(lake: str | Path, run_id: str) -> list[str]:
     return removed
 
 
-def clear_staging(lake: str | Path, run_id: str) -> None:
-    """Remove what the run staged so far, keeping its claim (frees disk between layers)."""
+def clear_staging(lake: str | Path, run_id: str, keep: tuple[str, ...] = ()) -> None:
+    """Remove what the run staged so far, keeping its claim and the staged names ``keep``
+    (frees disk between layers)."""
     folder = Path(lake) / STAGING_DIR / run_id
     for child in (folder.iterdir() if folder.is_dir() else []):
-        if child.name == STAGING_LOCK:
+        if child.name == STAGING_LOCK or child.name in keep:
             continue
         if child.is_dir():
             shutil.rmtree(child, ignore_errors=True)

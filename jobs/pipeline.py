@@ -62,7 +62,14 @@ from jobs.silver.process_queues import build_process_queues
 from jobs.silver.queue_offsets import build_queue_offsets
 from jobs.silver.queue_state import build_queue_state
 from jobs.silver.subscriptions import build_client_subscriptions
-from schemas.landing import ALL_SOURCES, CONNECTIONS, JSON_SOURCES, OFFSETS, RUNNING_INFO
+from schemas.landing import (
+    ALL_SOURCES,
+    CLIENT_LOGS,
+    CONNECTIONS,
+    JSON_SOURCES,
+    OFFSETS,
+    RUNNING_INFO,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,30 +108,44 @@ def bronze_frames(spark: SparkSession, landing: Path, run_date: dt.date, setting
     ``scratch_dir`` is not used any more (the landing data source decodes every file itself);
     it stays for existing callers.
     """
+    return bronze_tables(ingest_sources(spark, landing, run_date, settings, run_id, ingested_at,
+                                        ALL_SOURCES, stage), landing, run_date)
+
+
+def ingest_sources(spark: SparkSession, landing: Path, run_date: dt.date, settings: Settings,
+                   run_id: str, ingested_at: dt.datetime, names: tuple[str, ...],
+                   stage: lake.Stage = lake.no_staging) -> dict[str, SourceFrames]:
+    """The landing sources ``names`` (of ``ALL_SOURCES``) parsed, by source name, in that
+    order: ``stage(df, name)`` stores each one's classified lines."""
     raw_max = settings.ingest.quarantine_raw_max_chars
     partitions = read_partitions(settings.engine.read_partitions)
-    per_source: dict[str, SourceFrames] = {
-        s.name: ingest_json_source(spark, landing, s, run_date, run_id, ingested_at, raw_max,
-                                   stage, partitions)
-        for s in JSON_SOURCES
-    }
-    per_source["client_logs"] = ingest_client_logs(
-        spark, landing, run_date, run_id, ingested_at, raw_max,
-        settings.ingest.log_zones(), stage, partitions)
+    json_sources = {s.name: s for s in JSON_SOURCES}
+    return {name: (ingest_client_logs(spark, landing, run_date, run_id, ingested_at, raw_max,
+                                      settings.ingest.log_zones(), stage, partitions)
+                   if name == CLIENT_LOGS else
+                   ingest_json_source(spark, landing, json_sources[name], run_date, run_id,
+                                      ingested_at, raw_max, stage, partitions))
+            for name in names}
+
+
+# the bronze record table of each landing source
+RECORD_TABLE_OF = {OFFSETS.name: "offsets", CONNECTIONS.name: "connections",
+                   RUNNING_INFO.name: "running_info", CLIENT_LOGS: "client_log_events"}
+
+
+def bronze_tables(per_source: dict[str, SourceFrames], landing: Path,
+                  run_date: dt.date) -> dict[str, DataFrame]:
+    """The bronze tables' frames from every landing source's (``ingest_sources``)."""
     if sum(f.files for f in per_source.values()) == 0:
         raise NoLandingData(
             f"no landing files for {run_date} under {landing} "
             f"(expected {landing}/<{'|'.join(ALL_SOURCES)}>/date={run_date}/): "
             "check the collectors or the --landing path")
-    frames = {
-        "offsets": per_source[OFFSETS.name].records,
-        "connections": per_source[CONNECTIONS.name].records,
-        "running_info": per_source[RUNNING_INFO.name].records,
-        "client_log_events": per_source["client_logs"].records,
-        "quarantine": union_all([f.quarantine for f in per_source.values()]),
-        "ingest_counts": union_all([f.counts for f in per_source.values()]),
+    return {
+        **{RECORD_TABLE_OF[name]: per_source[name].records for name in ALL_SOURCES},
+        "quarantine": union_all([per_source[name].quarantine for name in ALL_SOURCES]),
+        "ingest_counts": union_all([per_source[name].counts for name in ALL_SOURCES]),
     }
-    return frames
 
 
 def silver_frames(bronze: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
@@ -219,6 +240,23 @@ def with_batch(df: DataFrame, column: str, batches: list[list[str]]) -> DataFram
                          .alias(lake.BATCH_COLUMN))
 
 
+def with_parse_batch(classified_df: DataFrame, batches: list[list[str]]) -> DataFrame:
+    """Classified landing lines (``ingest_sources``) with ``_batch``: an accepted line's as
+    ``with_batch`` numbers it by its ``group``; every other line (quarantined, another day's,
+    unmatched log lines: most of a real client log) in one batch more, ``len(batches)``, which
+    no batch of groups reads."""
+    numbered = with_batch(classified_df, "group", batches)
+    return numbered.withColumn(lake.BATCH_COLUMN, F.when(
+        F.col("_status") == "accepted", F.col(lake.BATCH_COLUMN)).otherwise(F.lit(len(batches))))
+
+
+def split_row_group_rows(table: str) -> int:
+    """The Parquet row group of a split table's rows (``lake.stage_batches``): running info's
+    rows are wide (properties, status and process-queue tables)."""
+    return (lake.SPLIT_ROW_GROUP_ROWS if table == RUNNING_INFO.name
+            else lake.NARROW_SPLIT_ROW_GROUP_ROWS)
+
+
 @dataclass(frozen=True)
 class BatchedFrames:
     """A run's frames with the batches of ``column`` they are computed in (``key_batches``).
@@ -251,6 +289,26 @@ class BatchedFrames:
 
 def rows_per_key(df: DataFrame, column: str) -> dict[str | None, int]:
     return {r[column]: r["count"] for r in df.groupBy(column).count().collect()}
+
+
+def topic_batches(queue_offsets_df: DataFrame, group_plan: list[list[str]],
+                  batch_rows: int) -> tuple[list[list[str]], bool]:
+    """Batches of whole topics for the per-topic producer tables, and whether they are the
+    batches of groups ``group_plan``: they are when every topic's rows belong to groups of one
+    batch (``in_batch``), each batch then holding its groups' topics (the computed silver rows
+    serve as they are split). Otherwise topics are packed as ``key_batches`` packs groups."""
+    last = len(group_plan) - 1
+    batch_of = {group: b for b, groups in enumerate(group_plan) for group in groups}
+    per_topic = (queue_offsets_df.groupBy("topic")
+                 .agg(F.count(F.lit(1)).alias("rows"), F.collect_set("group").alias("groups"))
+                 .collect())
+    topics: list[list[str]] = [[] for _ in group_plan]
+    for row in per_topic:
+        batches = {batch_of.get(group, last) for group in row["groups"]}
+        if row["topic"] is None or len(batches) != 1:
+            return key_batches({r["topic"]: r["rows"] for r in per_topic}, batch_rows), False
+        topics[batches.pop()].append(row["topic"])
+    return [sorted(t) for t in topics], True
 
 
 def member_frames(silver: dict[str, DataFrame], settings: Settings) -> dict[str, DataFrame]:
@@ -425,6 +483,20 @@ def only_day(df: DataFrame, run_date: dt.date) -> DataFrame:
     return df.where(F.col("date") == F.lit(run_date).cast("date"))
 
 
+def only_before(df: DataFrame, run_date: dt.date) -> DataFrame:
+    return df.where(F.col("date") < F.lit(run_date).cast("date"))
+
+
+def previous_tail(spark: SparkSession, lake_dir: str | Path, name: str, run_date: dt.date,
+                  seconds: int) -> DataFrame | None:
+    """The previous day's rows of bronze ``name`` that ``read_with_lookback`` adds to the day;
+    None when the lake has no such table yet."""
+    if not lake.table_exists(spark, lake.table_path(lake_dir, "bronze", name)):
+        return None
+    return only_before(read_with_lookback(lake.read_table(spark, lake_dir, "bronze", name),
+                                          run_date, seconds), run_date)
+
+
 def read_with_lookback(df: DataFrame, run_date: dt.date, seconds: int) -> DataFrame:
     """The day's rows plus the previous day's last ``seconds`` (by ``ts``), and every
     ``rebalanced result changed`` line of the previous day: a client's latest set holds until it
@@ -473,35 +545,72 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         return staged
 
     with lake.staging_area(lake_dir, run_id):
-        bronze = bronze_frames(spark, landing, run_date, settings, run_id, ingested_at, stage)
-        for name, df in bronze.items():
-            write(df, "bronze", name)
-        lake.clear_staging(lake_dir, run_id)  # the parsed lines are in bronze now
         # Snapshots right after midnight need the previous day's tail (who was live, who claimed
         # what), so each layer is computed over the day plus a look-back and only the day is
         # written.
         lookback = max(settings.detection.liveness_window_seconds,
                        settings.detection.max_snapshot_gap_seconds)
-        stored = {name: read_with_lookback(lake.read_table(spark, lake_dir, "bronze", name),
-                                           run_date, lookback)
-                  for name in BRONZE_RECORD_TABLES}
-
         # per-group tables (per-topic for the producer tables) batch by batch of whole groups
         # (topics): a large day's per-queue windows stay within memory. Each input is split
         # into its batches once (lake.stage_batches), so a batch reads only its own rows.
         batch_rows = settings.engine.group_batch_rows
 
+        def split_parts(frames: dict[str, DataFrame], column: str, plan: list[list[str]],
+                        prefix: str = "split") -> dict[str, list[DataFrame]]:
+            return {} if len(plan) == 1 else {
+                name: lake.stage_batches(spark, with_batch(df, column, plan), lake_dir, run_id,
+                                         f"{prefix}.{column}.{name}", len(plan),
+                                         split_row_group_rows(name))
+                for name, df in frames.items() if column in df.columns}
+
         def split(frames: dict[str, DataFrame], column: str,
                   plan: list[list[str]]) -> BatchedFrames:
-            # running info's rows are wide (properties, status and process-queue tables)
-            parts = {} if len(plan) == 1 else {
-                name: lake.stage_batches(
-                    spark, with_batch(df, column, plan), lake_dir, run_id,
-                    f"split.{column}.{name}", len(plan),
-                    lake.SPLIT_ROW_GROUP_ROWS if name == RUNNING_INFO.name
-                    else lake.NARROW_SPLIT_ROW_GROUP_ROWS)
-                for name, df in frames.items() if column in df.columns}
-            return BatchedFrames(column, plan, frames, parts)
+            return BatchedFrames(column, plan, frames, split_parts(frames, column, plan))
+
+        # The offsets are parsed first: their rows per group (with the previous day's tail) plan
+        # the batches of groups, so the other landing sources are staged already split into
+        # those batches as they are parsed, rather than split again from bronze: a pass over
+        # three sources less (benchmarks/RESULTS.md, session 21).
+        parsed = ingest_sources(spark, landing, run_date, settings, run_id, ingested_at,
+                                (OFFSETS.name,), stage)
+        tail = previous_tail(spark, lake_dir, "offsets", run_date, lookback)
+        group_plan = key_batches(rows_per_key(union_all(
+            [parsed[OFFSETS.name].records.select("group"),
+             *([] if tail is None else [tail.select("group")])]), "group"), batch_rows)
+        parsed_parts: dict[str, list[DataFrame]] = {}
+
+        def stage_split(df: DataFrame, name: str) -> DataFrame:
+            progress(f"parsing {name}", stage="parse", table=name)
+            parsed_parts[name] = lake.stage_batches(
+                spark, with_parse_batch(df, group_plan), lake_dir, run_id, name,
+                len(group_plan), split_row_group_rows(RECORD_TABLE_OF[name]))
+            return lake.read_staged_batches(spark, df.schema, lake_dir, run_id, name)
+
+        parsed |= ingest_sources(spark, landing, run_date, settings, run_id, ingested_at,
+                                 tuple(n for n in ALL_SOURCES if n != OFFSETS.name),
+                                 stage if len(group_plan) == 1 else stage_split)
+        bronze = bronze_tables(parsed, landing, run_date)
+        for name, df in bronze.items():
+            write(df, "bronze", name)
+        # the parsed lines are in bronze now; those split by group are also the batches' inputs
+        lake.clear_staging(lake_dir, run_id, keep=tuple(parsed_parts))
+        stored = {name: read_with_lookback(lake.read_table(spark, lake_dir, "bronze", name),
+                                           run_date, lookback)
+                  for name in BRONZE_RECORD_TABLES}
+        day_inputs = {name: per_group_columns(df) for name, df in stored.items()}
+        # a source staged split at parse: each batch's records of the day, with that batch's
+        # share of the previous day's tail (split here: minutes of rows, and the day's rebalance
+        # results)
+        parsed_tables = {RECORD_TABLE_OF[name]: name for name in parsed_parts}
+        tails = split_parts({table: only_before(day_inputs[table], run_date)
+                             for table in parsed_tables}, "group", group_plan, "tail")
+        inputs = BatchedFrames("group", group_plan, day_inputs, {
+            **split_parts({n: df for n, df in day_inputs.items() if n not in parsed_tables},
+                          "group", group_plan),
+            **{table: [per_group_columns(parsed[name].records_of(part))
+                       .unionByName(tail_part, allowMissingColumns=True)
+                       for part, tail_part in zip(parsed_parts[name], tails[table])]
+               for table, name in parsed_tables.items()}})
 
         def write_batched(layer: str, column: str, plan: list[list[str]],
                           frames_of: Callable[[int], dict[str, DataFrame]],
@@ -554,9 +663,6 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                     ) -> dict[str, DataFrame]:
             return {name: keep(df) for name, df in frames.items()}
 
-        group_plan = key_batches(rows_per_key(stored["offsets"], "group"), batch_rows)
-        inputs = split({name: per_group_columns(df) for name, df in stored.items()}, "group",
-                       group_plan)
         silver = write_batched("silver", "group", group_plan, lambda b: group_silver_frames(
             inputs.batch(b), settings, batch_stage(b)))
         silver = silver.with_whole(write_batched(  # one batch: every group
@@ -566,10 +672,19 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         silver |= write_batched("silver", "group", group_plan, lambda b: derived_silver_frames(
             silver.batch(b), settings, batch_stage(b)))
         silver_day = silver.map(lambda df: only_day(df, run_date))
-        # only the offsets are split by topic: the other inputs are per group or cluster-wide
-        topic_plan = key_batches(rows_per_key(silver_day.whole["queue_offsets"], "topic"),
-                                 batch_rows)
-        by_topic = split({"queue_offsets": silver_day.whole["queue_offsets"]}, "topic", topic_plan)
+        # only the offsets are split by topic: the other inputs are per group or cluster-wide.
+        # When no topic is consumed by groups of two batches, the batches of groups are batches
+        # of whole topics already, and their silver offsets need no split.
+        day_offsets = {"queue_offsets": silver_day.whole["queue_offsets"]}
+        topic_plan, of_groups = topic_batches(day_offsets["queue_offsets"], group_plan, batch_rows)
+        progress(f"planned {len(topic_plan)} batches of topics"
+                 f"{' (the batches of groups)' if of_groups else ''}", stage="plan",
+                 table="gold.producer_findings", topic_batches=len(topic_plan),
+                 of_groups=of_groups)
+        by_topic = (BatchedFrames("topic", topic_plan, day_offsets,
+                                  {name: silver_day.parts[name] for name in day_offsets
+                                   if name in silver_day.parts})
+                    if of_groups else split(day_offsets, "topic", topic_plan))
         producer = write_batched("gold", "topic", topic_plan, lambda b: producer_frames(
             {**silver_day.whole, **by_topic.batch(b)}, settings, batch_stage(b))).whole
 

@@ -76,10 +76,14 @@ def ingest_client_logs(spark: SparkSession, landing: Path, run_date: dt.date, ru
     files = list_landing_files(landing, CLIENT_LOGS, run_date)
     lines = read_lines(spark, files, max_partitions=max_partitions)
     classified = stage(classify_log_lines(lines, run_date, zone), CLIENT_LOGS)
+
+    def records_of(lines: DataFrame) -> DataFrame:
+        return accepted_records(lines, ["host", *EVENT_FIELDS], run_date, run_id, ingested_at)
+
     return SourceFrames(
-        records=accepted_records(classified, ["host", *EVENT_FIELDS], run_date, run_id,
-                                 ingested_at),
+        records=records_of(classified),
         quarantine=quarantine_rows(classified, CLIENT_LOGS, run_date, run_id, raw_max_chars),
         counts=file_counts(classified, files_frame(spark, files), CLIENT_LOGS, run_date, run_id),
         files=len(files),
+        records_of=records_of,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,9 @@ class SourceFrames:
     quarantine: DataFrame
     counts: DataFrame
     files: int
+    # classified lines (some of the staged ones) → their accepted bronze records: a run that
+    # stages the lines split into batches of groups takes each batch's records with it
+    records_of: Callable[[DataFrame], DataFrame]
 
 
 def bronze_fields(source: JsonSource) -> list[str]:
@@ -37,10 +41,14 @@ def ingest_json_source(spark: SparkSession, landing: Path, source: JsonSource,
     files = list_landing_files(landing, source.name, run_date)
     records = read_landing(spark, source.name, files, run_date, max_partitions=max_partitions)
     classified = stage(with_status(records, source, run_date), source.name)
+
+    def records_of(lines: DataFrame) -> DataFrame:
+        return accepted_records(lines, bronze_fields(source), run_date, run_id, ingested_at)
+
     return SourceFrames(
-        records=accepted_records(classified, bronze_fields(source), run_date, run_id,
-                                 ingested_at),
+        records=records_of(classified),
         quarantine=quarantine_rows(classified, source.name, run_date, run_id, raw_max_chars),
         counts=file_counts(classified, files_frame(spark, files), source.name, run_date, run_id),
         files=len(files),
+        records_of=records_of,
     )

@@ -7,13 +7,22 @@ the one-batch lake of ``sample_lake``."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
+import shutil
 
 import pytest
 from pyspark.sql import functions as F
 
 from jobs import lake
-from jobs.pipeline import BatchedFrames, in_batch, key_batches, rows_per_key, with_batch
+from jobs.pipeline import (
+    BatchedFrames,
+    in_batch,
+    key_batches,
+    rows_per_key,
+    topic_batches,
+    with_batch,
+)
 from tests.conftest import SAMPLE_DAY, run_cli
 
 DAY = dt.date.fromisoformat(SAMPLE_DAY)
@@ -45,6 +54,11 @@ def batched_lake(spark, sample_lake, tmp_path_factory):
 def test_the_sample_day_is_computed_in_several_batches(batched_lake):
     _, events = batched_lake
     batches = {e["table"]: e["batches"] for e in events if e.get("batches")}
+    # no topic of the sample day is consumed by groups of two batches
+    (planned,) = [e for e in events if e["event"] == "planned"]
+    assert planned["of_groups"] is True
+    assert planned["topic_batches"] == batches["gold.producer_findings"] == batches[
+        "silver.queue_state"]
     assert batches["silver.queue_state"] >= 3
     assert batches["gold.producer_findings"] >= 2
     assert batches["gold.group_health"] == batches["gold.incidents"] == batches["silver.queue_state"]
@@ -63,15 +77,62 @@ def test_the_sample_day_is_computed_in_several_batches(batched_lake):
     assert all(e["seconds"] >= 0 and e["stage"] == "staging" for e in staged)
 
 
+def _differing(spark, one_pass_lake, batched_lake, layer) -> list[str]:
+    one_pass = {name for lyr, name, _ in lake.list_tables(one_pass_lake) if lyr == layer}
+    assert one_pass == {name for lyr, name, _ in lake.list_tables(batched_lake) if lyr == layer}
+    return [name for name in sorted(one_pass)
+            if _rows(spark, one_pass_lake, layer, name) != _rows(spark, batched_lake, layer, name)]
+
+
 @pytest.mark.delta
 @pytest.mark.parametrize("layer", ["silver", "gold"])
 def test_batched_tables_equal_the_one_pass_tables(spark, sample_lake, batched_lake, layer):
     lake_dir, _ = batched_lake
-    one_pass = {name for lyr, name, _ in lake.list_tables(sample_lake) if lyr == layer}
-    assert one_pass == {name for lyr, name, _ in lake.list_tables(lake_dir) if lyr == layer}
-    differing = [name for name in sorted(one_pass)
-                 if _rows(spark, sample_lake, layer, name) != _rows(spark, lake_dir, layer, name)]
-    assert differing == []
+    assert _differing(spark, sample_lake, lake_dir, layer) == []
+
+
+@pytest.fixture(scope="module")
+def shared_topic_lakes(spark, sample_lake, tmp_path_factory):
+    """The sample landing, plus queue 0 of a topic of the first batch's largest group committed
+    also by the last batch's largest group (those offsets lines copied under its name): no
+    batch of groups holds that topic whole. Run in one pass and in batches."""
+    root = tmp_path_factory.mktemp("shared_topic")
+    landing = root / "landing"
+    shutil.copytree(sample_lake.parent / "landing", landing)
+    offsets = lake.read_day(spark, sample_lake, "bronze", "offsets", DAY)
+    batch_rows = offsets.count() // 3 + 1
+    plan = key_batches(rows_per_key(offsets, "group"), batch_rows)
+    first, last = plan[0][0], plan[-1][0]
+    folder = landing / "offsets" / f"date={SAMPLE_DAY}"
+    copied, topic = [], None
+    for path in sorted(folder.iterdir()):
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as lines:
+            for record in map(json.loads, lines):
+                topic = topic or (record["topic"] if record["group"] == first else None)
+                if (record["group"], record["topic"], record["queue_id"]) == (first, topic, 0):
+                    copied.append(json.dumps({**record, "group": last}))
+    assert copied
+    (folder / "part-shared.jsonl").write_text("\n".join(copied) + "\n")
+    conf = root / "batches.toml"
+    conf.write_text(f"[engine]\ngroup_batch_rows = {batch_rows}\n")
+    lakes = {"one_pass": root / "one_pass", "batched": root / "batched"}
+    run_cli("run", "--date", SAMPLE_DAY, "--landing", str(landing), "--lake",
+            str(lakes["one_pass"]))
+    proc = run_cli("run", "--date", SAMPLE_DAY, "--landing", str(landing), "--lake",
+                   str(lakes["batched"]), "--conf", str(conf), "--log-format", "json")
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    return lakes, events
+
+
+@pytest.mark.delta
+def test_a_topic_of_two_batches_of_groups_is_batched_by_topic_to_the_same_tables(
+        spark, shared_topic_lakes):
+    lakes, events = shared_topic_lakes
+    (planned,) = [e for e in events if e["event"] == "planned"]
+    assert planned["of_groups"] is False
+    assert max(e.get("batches", 1) for e in events if e.get("table") == "silver.queue_state") >= 3
+    for layer in ("silver", "gold"):
+        assert _differing(spark, lakes["one_pass"], lakes["batched"], layer) == []
 
 
 def test_key_batches_pack_the_largest_keys_first_and_give_a_large_key_its_own_batch():
@@ -128,3 +189,18 @@ def test_batches_staged_one_by_one_read_back_whole(spark, tmp_path):
                                      "run", "t")
     assert sorted(map(tuple, whole.collect())) == [("g-a", 1), ("g-b", 2), ("g-b", 3)]
     assert whole.columns == ["group", "queue_id"]
+
+
+def test_topic_batches_are_the_batches_of_groups_unless_two_batches_share_a_topic(spark):
+    """The producer tables need each topic's rows in one batch: the batches of groups serve when
+    no topic has groups in two of them (a group of no batch counts to the last, as in_batch
+    keeps it); otherwise topics are packed by their rows."""
+    plan = [["g1"], ["g2", "g3"]]
+    schema = "group string, topic string"
+    rows = [("g1", "t1"), ("g1", "%RETRY%g1"), ("g2", "t2"), ("g3", "t2"), ("g3", "t3"),
+            ("g9", "t9")]
+    assert topic_batches(spark.createDataFrame(rows, schema), plan, 3) == (
+        [["%RETRY%g1", "t1"], ["t2", "t3", "t9"]], True)
+    shared = spark.createDataFrame([*rows, ("g1", "t3")], schema)
+    assert topic_batches(shared, plan, 3) == (
+        key_batches({"t1": 1, "%RETRY%g1": 1, "t2": 2, "t3": 2, "t9": 1}, 3), False)
