@@ -12,7 +12,6 @@ import shutil
 import pytest
 
 from jobs import lake
-
 from tests.reliability.conftest import D1, D
 from tests.reliability.lakes import contents, rocketlens, run_args
 
