@@ -73,7 +73,10 @@ from schemas.landing import (
 
 log = logging.getLogger(__name__)
 
-BRONZE_RECORD_TABLES = ("offsets", "connections", "running_info", "client_log_events")
+# the bronze record table of each landing source
+RECORD_TABLE_OF = {OFFSETS.name: "offsets", CONNECTIONS.name: "connections",
+                   RUNNING_INFO.name: "running_info", CLIENT_LOGS: "client_log_events"}
+BRONZE_RECORD_TABLES = tuple(RECORD_TABLE_OF.values())
 # Bronze columns no per-group table reads: a log line's text (only the cluster-wide master-down
 # windows read it, from the whole day) and the run's lineage. The batches of groups are split
 # without them (``per_group_columns``), a third of the bytes of the day's log events.
@@ -126,11 +129,6 @@ def ingest_sources(spark: SparkSession, landing: Path, run_date: dt.date, settin
                    ingest_json_source(spark, landing, json_sources[name], run_date, run_id,
                                       ingested_at, raw_max, stage, partitions))
             for name in names}
-
-
-# the bronze record table of each landing source
-RECORD_TABLE_OF = {OFFSETS.name: "offsets", CONNECTIONS.name: "connections",
-                   RUNNING_INFO.name: "running_info", CLIENT_LOGS: "client_log_events"}
 
 
 def bronze_tables(per_source: dict[str, SourceFrames], landing: Path,
