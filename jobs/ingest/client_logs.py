@@ -488,7 +488,10 @@ def _line_ts(name: Column, date: Column, time: Column, separator: Column, fracti
     separator as printed, and the layout's first token (the 4.x inner logger's ``,sss``)."""
     # 3.x "yy-MM-dd": RocketMQ is younger than 2000
     date = F.when(F.length(date) == 8, F.concat(F.lit("20"), date)).otherwise(date)
-    wall = F.try_to_timestamp(F.concat(date, F.lit(" "), time), F.lit("yyyy-MM-dd HH:mm:ss"))
+    # Every caller's regex holds date and time to digits in that shape, where a cast reads the
+    # same instants and nulls as the strict pattern on both engines
+    # (tests/test_time_parsing.py), at a third of the pattern's cost on Sail (RESULTS.md, s. 22)
+    wall = F.concat(date, F.lit(" "), time).try_cast("timestamp")
     seconds = F.substring(time, 7, 2)
     # token1 as printed: the inner logger writes no line number, so "RocketmqClient(680)"
     # (the 3.x log4j pattern, real ,SSS milliseconds) is never taken for it
@@ -728,11 +731,24 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
                          keep: tuple[str, ...]) -> DataFrame:
     """``parse_client_log_lines`` for ``_PERSIST_LINE``s: the values are read off the line's
     words, counted from the end (the header before them has 3 to 7); thread, logger and time go
-    through the general reading's own rules (``_thread_and_logger``, ``_line_ts``)."""
-    words = F.col("_words")
+    through the general reading's own rules (``_thread_and_logger``, ``_line_ts``).
+
+    Each word is cut out of the line by itself (``substring_index``) into a column of its own,
+    read by the projection after: splitting the whole line into an array of its words cost
+    Sail more than the rest of the path (RESULTS.md, session 22). The strict line has at least
+    16 words, so every index below is inside it."""
+    used = (1, 2, 3, -1, -2, -3, -4, -7, -9, -13, -14, -15)
+
+    def word(index: int) -> Column:
+        # the text between the index-th space and the next one (counted from the end when < 0)
+        upto = F.substring_index(F.col("line"), " ", index)
+        return F.substring_index(upto, " ", -1 if index > 0 else 1)
+
+    def word_column(index: int) -> str:
+        return f"_w{index}" if index > 0 else f"_w_last{-index}"
 
     def at(index: int) -> Column:
-        return F.element_at(words, index)
+        return F.col(word_column(index))
 
     def inner(text: Column, left: int, right: int = 1) -> Column:
         return F.substr(text, F.lit(left + 1), F.length(text) - left - right)
@@ -768,7 +784,7 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
         "message": F.substr(line, F.instr(line, " - [persistAll] ") + len(" - ")),
     }
     parsed = (lines_df.select(*dict.fromkeys(("_source_file", "_line_no", "line", *keep)),
-                              F.split(line, " ").alias("_words"))
+                              *[word(index).alias(word_column(index)) for index in used])
               .select("_source_file", "_line_no", *keep,
                       *[value.alias(name) for name, value in values.items()]))
     return parsed.select(*[
