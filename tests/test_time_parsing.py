@@ -52,7 +52,7 @@ def test_a_log_line_of_a_day_the_calendar_lacks_is_an_invalid_timestamp(spark):
     persist = ("[persistAll] Group: GID_orders ClientId: 10.0.3.17@2815 "
                "updateConsumeOffsetToBroker MessageQueue [topic=orders, brokerName=broker-a, "
                "queueId=3] 4217")
-    lines = [(f"client_logs/date=2025-11-21/h/rocketmq_client.log", n,
+    lines = [("client_logs/date=2025-11-21/h/rocketmq_client.log", n,
               f"{text},123 INFO MQClientFactoryScheduledThread - {persist}")
              for n, text in enumerate(TEXTS)]
     df = spark.createDataFrame(lines, "_source_file string, _line_no long, line string")
