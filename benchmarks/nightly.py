@@ -279,9 +279,9 @@ def main() -> None:
             print(f"[{scale}] {engine}/{fmt}: {run['wall']:.1f} s, peak "
                   f"{run['peak_rss'] / 2**30:.2f} GiB", flush=True)
         if not reused and scale_runs:
-            # measured again after the runs: this machine's speed drifts by 10-20 % within an
-            # hour (benchmarks/RESULTS.md, session 22), so the runs are judged against the mean
-            # of the floors on either side of them
+            # measured again after the runs, which are judged against the mean of the floors
+            # on either side of them: the floor moved 54-73 s between sessions on this machine
+            # (benchmarks/RESULTS.md), so a recorded one can be of another hour's speed
             floor_after = sum(v["seconds"]
                               for v in _measure_floor(args.cache, scale, landing).values())
             floors[scale] = (floor_before + floor_after) / 2

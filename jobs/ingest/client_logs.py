@@ -734,13 +734,14 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
     through the general reading's own rules (``_thread_and_logger``, ``_line_ts``).
 
     Each word is cut out of the line by itself (``substring_index``) into a column of its own,
-    read by the projection after: splitting the whole line into an array of its words cost
-    Sail more than the rest of the path (RESULTS.md, session 22). The strict line has at least
-    16 words, so every index below is inside it."""
+    read by the projection after: splitting the whole line into an array of its words was about
+    half of the path's cost on Sail beyond reading the lines (RESULTS.md, session 22). The strict
+    line has at least 16 words, so every index below is inside it."""
     used = (1, 2, 3, -1, -2, -3, -4, -7, -9, -13, -14, -15)
 
     def word(index: int) -> Column:
-        # the text between the index-th space and the next one (counted from the end when < 0)
+        # the index-th word (counted from the end when < 0): the text up to the index-th space,
+        # then its last word (the text from the index-th space from the end, then its first)
         upto = F.substring_index(F.col("line"), " ", index)
         return F.substring_index(upto, " ", -1 if index > 0 else 1)
 
