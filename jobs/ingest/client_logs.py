@@ -736,8 +736,9 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
     Each word is cut out of the line by itself (``substring_index``) into a column of its own,
     read by the projection after: splitting the whole line into an array of its words was about
     half of the path's cost on Sail beyond reading the lines (RESULTS.md, session 22). The strict
-    line has at least 16 words, so every index below is inside it."""
-    used = (1, 2, 3, -1, -2, -3, -4, -7, -9, -13, -14, -15)
+    line has at least 16 words, so every index read below is inside it."""
+    # the words ``at`` was asked for, each with its column: the first projection cuts them out
+    read: dict[int, str] = {}
 
     def word(index: int) -> Column:
         # the index-th word (counted from the end when < 0): the text up to the index-th space,
@@ -745,11 +746,8 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
         upto = F.substring_index(F.col("line"), " ", index)
         return F.substring_index(upto, " ", -1 if index > 0 else 1)
 
-    def word_column(index: int) -> str:
-        return f"_w{index}" if index > 0 else f"_w_last{-index}"
-
     def at(index: int) -> Column:
-        return F.col(word_column(index))
+        return F.col(read.setdefault(index, f"_w{index}" if index > 0 else f"_w_last{-index}"))
 
     def inner(text: Column, left: int, right: int = 1) -> Column:
         return F.substr(text, F.lit(left + 1), F.length(text) - left - right)
@@ -785,7 +783,7 @@ def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
         "message": F.substr(line, F.instr(line, " - [persistAll] ") + len(" - ")),
     }
     parsed = (lines_df.select(*dict.fromkeys(("_source_file", "_line_no", "line", *keep)),
-                              *[word(index).alias(word_column(index)) for index in used])
+                              *[word(index).alias(column) for index, column in read.items()])
               .select("_source_file", "_line_no", *keep,
                       *[value.alias(name) for name, value in values.items()]))
     return parsed.select(*[
