@@ -709,81 +709,129 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     )
 
 
-# --- the persist line, read by its spaces ----------------------------------------------------
+# --- the persist and flow-control lines, read by their spaces ------------------------------
 
 # Nine lines in ten of a client log are [persistAll] lines (one per queue every 5 s) in RocketMQ's
-# own 4.9 or 5.x layout. A line of exactly this shape (values in the characters RocketMQ's names
-# take, so that no value holds a space or a separator) is read by a split at its spaces; the
-# general reading gives the same values for it (tests/ingest/test_client_log_fast_path.py).
+# own 4.9 or 5.x layout; a consumer with a backlog adds a flow-control line per queue every 1,000
+# pulls it holds back. A line of exactly one of these shapes (values in the characters RocketMQ's
+# names take, so that no value holds a space or a separator) is read by its words; the general
+# reading gives the same values for it (tests/ingest/test_client_log_fast_path.py).
 # ``\z``: Java's ``$`` also matches before a final U+0085 or U+2028, which the general reading
-# takes as part of the offset.
-_PERSIST_LINE = (
+# takes as part of the last value.
+_FAST_HEAD = (
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[.,][0-9]{3} [A-Z]{4,5} {1,2}"
     r"(?:[A-Za-z0-9_.$-]+|"
     r"\[[0-9]{1,9}\] \[[A-Za-z0-9_.-]+\] \[[A-Za-z0-9_.$]+#[A-Za-z0-9_$:<>]*\])"
-    r" - \[persistAll\] Group: [%|A-Za-z0-9_-]+ ClientId: [A-Za-z0-9_.:@#%|-]+ "
-    r"updateConsumeOffsetToBroker MessageQueue \[topic=[%|A-Za-z0-9_-]+, "
-    r"brokerName=[A-Za-z0-9_.-]+, queueId=-?[0-9]{1,9}\] -?[0-9]{1,18}\z"
 )
+_FAST_MQ = (r"MessageQueue \[topic=[%|A-Za-z0-9_-]+, brokerName=[A-Za-z0-9_.-]+, "
+            r"queueId=-?[0-9]{1,9}\]")
+_FAST_LONG = r"-?[0-9]{1,18}"  # always fits a long: no "non-numeric" on the general way
+_PERSIST_LINE = (
+    _FAST_HEAD + r" - \[persistAll\] Group: [%|A-Za-z0-9_-]+ ClientId: [A-Za-z0-9_.:@#%|-]+ "
+    r"updateConsumeOffsetToBroker " + _FAST_MQ + " " + _FAST_LONG + r"\z"
+)
+# DefaultMQPushConsumerImpl.pullMessage, the cached-count case (FLOW_CONTROL_COUNT)
+_FLOW_COUNT_OPENING = " - the cached message count exceeds the threshold "
+_FLOW_COUNT_LINE = (
+    _FAST_HEAD + _FLOW_COUNT_OPENING + _FAST_LONG + r", so do flow control, minOffset="
+    + _FAST_LONG + ", maxOffset=" + _FAST_LONG + ", count=" + _FAST_LONG + ", size="
+    + _FAST_LONG + r" MiB, pullRequest=PullRequest \[consumerGroup=[%|A-Za-z0-9_-]+, messageQueue="
+    + _FAST_MQ + ", nextOffset=" + _FAST_LONG + r"\], flowControlTimes=" + _FAST_LONG + r"\z"
+)
+# either shape, tested at once
+_FAST_LINE = (_FAST_HEAD + "(?:" + _PERSIST_LINE[len(_FAST_HEAD):] + "|"
+              + _FLOW_COUNT_LINE[len(_FAST_HEAD):] + ")")
 
 
-def _parse_persist_lines(lines_df: DataFrame, zone: str | LogZones,
-                         keep: tuple[str, ...]) -> DataFrame:
-    """``parse_client_log_lines`` for ``_PERSIST_LINE``s: the values are read off the line's
-    words, counted from the end (the header before them has 3 to 7); thread, logger and time go
-    through the general reading's own rules (``_thread_and_logger``, ``_line_ts``).
+def _parse_fast_lines(lines_df: DataFrame, zone: str | LogZones,
+                      keep: tuple[str, ...]) -> DataFrame:
+    """``parse_client_log_lines`` for ``_PERSIST_LINE``s and ``_FLOW_COUNT_LINE``s, read off the
+    line's words; thread, logger and time go through the general reading's own rules
+    (``_thread_and_logger``, ``_line_ts``).
 
-    Each word is cut out of the line by itself (``substring_index``) into a column of its own,
-    read by the projection after: splitting the whole line into an array of its words was about
-    half of the path's cost on Sail beyond reading the lines (RESULTS.md, session 22). The strict
-    line has at least 16 words, so every index read below is inside it."""
-    # the words ``at`` was asked for, each with its column: the first projection cuts them out
-    read: dict[int, str] = {}
+    Each word is cut out by itself (``substring_index``) into a column of its own, read by the
+    projection after: splitting the whole line into an array of its words was about half of the
+    path's cost on Sail beyond reading the lines (RESULTS.md, session 22). Both kinds are read in
+    one pass over the lines, a pass of their own costing a read of every line; so what both print
+    is read the same way for both — the header's tokens are the last words before the message's
+    opening, the queue the text after its ``topic=``, ``brokerName=`` and ``queueId=`` — and only
+    the values one kind alone prints are cut out of that kind's lines (RESULTS.md, session 23:
+    choosing between two readings of every value cost more than it saved)."""
+    line = F.col("line")
+    flow = F.col("_flow")
+    # the columns the first projection cuts out, by name: the second reads them
+    cut: dict[str, Column] = {}
 
-    def word(index: int) -> Column:
+    def at(name: str, text: Column) -> Column:
+        cut.setdefault(name, text)
+        return F.col(name)
+
+    def word(index: int, of: Column = line) -> Column:
         # the index-th word (counted from the end when < 0): the text up to the index-th space,
         # then its last word (the text from the index-th space from the end, then its first)
-        upto = F.substring_index(F.col("line"), " ", index)
+        upto = F.substring_index(of, " ", index)
         return F.substring_index(upto, " ", -1 if index > 0 else 1)
 
-    def at(index: int) -> Column:
-        return F.col(read.setdefault(index, f"_w{index}" if index > 0 else f"_w_last{-index}"))
+    def after(marker: str, end: str) -> Column:
+        """The text between the line's only ``marker`` and the next ``end``."""
+        return F.substring_index(F.substring_index(line, marker, -1), end, 1)
 
     def inner(text: Column, left: int, right: int = 1) -> Column:
         return F.substr(text, F.lit(left + 1), F.length(text) - left - right)
 
-    is_5x = at(-13).startswith("[")  # the 4.9 token never starts with "["
+    # the message opens at " - [persistAll] " or " - the cached message count …": one of the two
+    opening = F.greatest(F.instr(line, " - [persistAll] "), F.instr(line, _FLOW_COUNT_OPENING))
+    head = F.substr(line, F.lit(1), opening - 1)  # date, time, level and the layout's tokens
+    last = {index: at(f"_h{-index}", word(index, head)) for index in (-1, -2, -3)}
+    is_5x = last[-1].startswith("[")  # the 4.9 token never starts with "["
     name = F.when(is_5x, F.lit("5.x")).otherwise(F.lit("4.9"))
     # 5.x: [pid] [thread] [logger#method:line]; 4.9: one token, a thread or a logger
-    token1 = F.when(is_5x, inner(at(-14), 1)).otherwise(at(-13))
-    token2 = F.when(is_5x, F.substr(at(-13), F.lit(2), F.instr(at(-13), "#") - 2)).otherwise("")
+    token1 = F.when(is_5x, inner(last[-2], 1)).otherwise(last[-1])
+    token2 = F.when(is_5x, F.substr(last[-1], F.lit(2), F.instr(last[-1], "#") - 2)
+                    ).otherwise("")
     thread, logger = _thread_and_logger(name, token1, token2)
-    stamp = at(2)
-    ts = _line_ts(name, at(1), F.substring(stamp, 1, 8), F.substring(stamp, 9, 1),
+    stamp = at("_w2", word(2))
+    ts = _line_ts(name, at("_w1", word(1)), F.substring(stamp, 1, 8), F.substring(stamp, 9, 1),
                   F.substring(stamp, 10, 3), token1, zone)
-    # the queue from its three words, not message_queue_struct's regex: the strict line already
+    # the queue from its three values, not message_queue_struct's regex: the strict line already
     # holds it to that form, and the regex over every persist line is what this path avoids
-    topic = inner(at(-4), len("[topic="))
-    queue = F.struct(topic.alias("topic"), inner(at(-3), len("brokerName=")).alias("broker_name"),
-                     inner(at(-2), len("queueId=")).try_cast("int").alias("queue_id"))
-    line = F.col("line")
+    topic = at("_topic", after("MessageQueue [topic=", ","))
+    queue = F.struct(topic.alias("topic"),
+                     at("_broker", after(", brokerName=", ",")).alias("broker_name"),
+                     at("_queue_id", after(", queueId=", "]")).try_cast("int").alias("queue_id"))
+    last_word = at("_w_last1", word(-1))
+
+    def flow_number(index: int, field: str, right: int = 1) -> Column:
+        """``field=N`` (then ``right`` characters) at word ``index`` of a flow-control line."""
+        text = last_word if index == -1 else at(f"_f{-index}", F.when(flow, word(index)))
+        return F.when(flow, inner(text, len(field) + 1, right).try_cast("long"))
+
     values = {
         "ts": ts,
-        "event": F.lit("PERSIST_OFFSET"),
-        "level": at(3),
+        "event": F.when(flow, F.lit("FLOW_CONTROL_COUNT")).otherwise(F.lit("PERSIST_OFFSET")),
+        "level": at("_w3", word(3)),
         "thread": thread,
         "logger": logger,
-        "pid": F.when(is_5x, inner(at(-15), 1).try_cast("int")),
+        "pid": F.when(is_5x, inner(last[-3], 1).try_cast("int")),
         "log_layout": name,
-        "group": at(-9),
-        "client_id": at(-7),
+        "group": F.when(flow, at("_flow_group", F.when(flow, after("[consumerGroup=", ","))))
+        .otherwise(at("_persist_group", F.when(~flow, after(" Group: ", " ")))),
+        "client_id": at("_client_id", F.when(~flow, after(" ClientId: ", " "))),
         "topic": topic,
         "queues": F.array(queue),
-        "offset": at(-1).try_cast("long"),
-        "message": F.substr(line, F.instr(line, " - [persistAll] ") + len(" - ")),
+        "offset": F.when(~flow, last_word.try_cast("long")),
+        "threshold": F.when(flow, inner(at("_f18", F.when(flow, word(-18))), 0).try_cast("long")),
+        "min_offset": flow_number(-13, "minOffset"),
+        "max_offset": flow_number(-12, "maxOffset"),
+        "cached_count": flow_number(-11, "count"),
+        "cached_size_mib": flow_number(-10, "size", 0),
+        "next_offset": flow_number(-2, "nextOffset", 2),
+        "flow_control_times": flow_number(-1, "flowControlTimes", 0),
+        "message": F.substr(line, opening + len(" - ")),
     }
-    parsed = (lines_df.select(*dict.fromkeys(("_source_file", "_line_no", "line", *keep)),
-                              *[word(index).alias(column) for index, column in read.items()])
+    columns = dict.fromkeys(("_source_file", "_line_no", "line", *keep))
+    parsed = (lines_df.select(*columns, line.contains(_FLOW_COUNT_OPENING).alias("_flow"))
+              .select(*columns, "_flow", *[text.alias(name) for name, text in cut.items()])
               .select("_source_file", "_line_no", *keep,
                       *[value.alias(name) for name, value in values.items()]))
     return parsed.select(*[
@@ -825,9 +873,9 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str | LogZones, *,
     ``keep_columns`` names input columns to carry through unchanged after the schema's columns
     (e.g. ``line`` for a quarantine's ``raw``), which saves a join back on the line key.
 
-    The ``[persistAll]`` lines of RocketMQ's own layouts are read by their words
-    (``_parse_persist_lines``); ``fast_path=False`` reads them the general way too (for tests
-    that compare the two).
+    The ``[persistAll]`` and cached-count flow-control lines of RocketMQ's own layouts are read by
+    their words (``_parse_fast_lines``); ``fast_path=False`` reads them the general way too (for
+    tests that compare the two).
     """
     keep = tuple(keep_columns)
     clashes = sorted(set(keep) & set(CLIENT_LOG_EVENT_SCHEMA.fieldNames()))
@@ -835,12 +883,12 @@ def parse_client_log_lines(lines_df: DataFrame, zone: str | LogZones, *,
         raise ValueError(f"keep_columns may not name output columns: {', '.join(clashes)}")
     if not fast_path:
         return _parse_general(lines_df, zone, keep)
-    # Two reads of the lines, one per kind: a CASE between the two readings of each value cost
-    # more on Sail than the second read, and one projection holding both readings outgrew
-    # classic Spark's 64 KB limit on a generated method.
-    is_persist = F.coalesce(F.col("line").rlike(_PERSIST_LINE), F.lit(False))
-    persist = _parse_persist_lines(lines_df.where(is_persist), zone, keep)
-    return _parse_general(lines_df.where(~is_persist), zone, keep).unionByName(persist)
+    # Two reads of the lines, the fast kinds and the rest: a CASE between the fast and the
+    # general reading of each value cost more on Sail than the second read, and one projection
+    # holding both readings outgrew classic Spark's 64 KB limit on a generated method.
+    is_fast = F.coalesce(F.col("line").rlike(_FAST_LINE), F.lit(False))
+    fast = _parse_fast_lines(lines_df.where(is_fast), zone, keep)
+    return _parse_general(lines_df.where(~is_fast), zone, keep).unionByName(fast)
 
 
 def _parse_general(lines_df: DataFrame, zone: str | LogZones,

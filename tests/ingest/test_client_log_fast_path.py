@@ -1,11 +1,12 @@
-"""The ``[persistAll]`` fast path of ``parse_client_log_lines`` gives, for every line, what the
-general reading gives (``fast_path=False``).
+"""The fast path of ``parse_client_log_lines`` (``[persistAll]`` and cached-count flow-control
+lines) gives, for every line, what the general reading gives (``fast_path=False``).
 
-The fast path reads a line of RocketMQ's own 4.9 or 5.x layout by a split at its spaces
-(``_PERSIST_LINE``). The lines here are the real client logs in ``tests/data/real``, the corner
-lines of ``test_client_log_heads``, and persist lines written near the edge of that shape: each
-either takes the fast path and must come out equal, or misses it and goes the general way. The
-test also pins which lines take it, so it cannot pass by the fast path taking none.
+The fast path reads a line of RocketMQ's own 4.9 or 5.x layout by its words (``_PERSIST_LINE``,
+``_FLOW_COUNT_LINE``). The lines here are the real client logs in ``tests/data/real``, the corner
+lines of ``test_client_log_heads``, and persist and flow-control lines written near the edge of
+those shapes: each either takes the fast path and must come out equal, or misses it and goes the
+general way. The test also pins which lines take it, so it cannot pass by the fast path taking
+none.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.ingest.client_logs import _PERSIST_LINE, LogZones, parse_client_log_lines
+from jobs.ingest.client_logs import _FAST_LINE, LogZones, parse_client_log_lines
 from tests.ingest.test_client_log_heads import sample_lines
 
 PERSIST = ("[persistAll] Group: GID_orders ClientId: 10.0.3.17@2815#1863726331447891 "
@@ -75,25 +76,70 @@ PERSIST_LINES = [
     (T49 + PERSIST + " " + PERSIST, False),
 ]
 
+# DefaultMQPushConsumerImpl.pullMessage's cached-count flow control, as the M day's logs print it
+FLOW = ("the cached message count exceeds the threshold 1000, so do flow control, "
+        "minOffset=7640964, maxOffset=7641995, count=1032, size=1 MiB, pullRequest=PullRequest "
+        "[consumerGroup=GID_orders, messageQueue=MessageQueue [topic=orders, brokerName=broker-a, "
+        "queueId=13], nextOffset=7641996], flowControlTimes=0")
+P49 = "2025-03-14 10:00:07,500 WARN PullMessageService - "
+P5X = ("2025-03-14 10:00:07.500 WARN [2815] [PullMessageService] "
+       "[o.a.r.c.i.c.DefaultMQPushConsumerImpl#pullMessage:260] - ")
+
+FLOW_LINES = [
+    (P49 + FLOW, True),
+    (P5X + FLOW, True),
+    ("2025-03-14 23:47:18,018 WARN RocketmqClient - " + FLOW, True),
+    ("2025-03-14 10:00:07,500 WARN  PullMessageService - " + FLOW, True),
+    ("2025-03-14 10:00:07,500 WARN - - " + FLOW, True),
+    (P49 + FLOW.replace("topic=orders", "topic=%RETRY%GID_orders"), True),
+    (P49 + FLOW.replace("queueId=13]", "queueId=-1]").replace("size=1 ", "size=0 "), True),
+    (P49 + FLOW.replace("minOffset=7640964", "minOffset=-1")
+     .replace("flowControlTimes=0", "flowControlTimes=999999999999999999"), True),
+    ("2025-02-30 10:00:07,500 WARN PullMessageService - " + FLOW, True),
+    # -- the general way --
+    (P49 + FLOW.replace("maxOffset=7641995", "maxOffset=9999999999999999999"), False),
+    (P49 + FLOW.replace("threshold 1000", "threshold 1x00"), False),
+    (P49 + FLOW.replace("size=1 MiB", "size=1.5 MiB"), False),
+    (P49 + FLOW + " ", False),
+    (P49 + FLOW + "\u2028", False),
+    (P49 + FLOW.replace("GID_orders", "GID orders"), False),
+    (P49 + FLOW.replace("brokerName=broker-a", "brokerName=broker a"), False),
+    (P49 + FLOW.replace("queueId=13", "queueId=1234567890"), False),
+    (P49 + FLOW.replace("count=1032, ", ""), False),
+    (P49.replace("PullMessageService", "[PullMessageService]") + FLOW, False),
+    (P49 + FLOW.replace("message count exceeds the threshold 1000",
+                        "message size exceeds the threshold 100 MiB"), False),
+    (P49 + FLOW + " " + FLOW, False),
+]
+
+FAST_LINES = PERSIST_LINES + FLOW_LINES
+
+
+def all_lines() -> list[str]:
+    return [line for line, _ in FAST_LINES] + sample_lines()
+
 
 @pytest.fixture(scope="module")
 def lines_df(spark):
-    lines = [line for line, _ in PERSIST_LINES] + sample_lines()
     hosts = ["host-a", "host-b", "host-c"]
     rows = [(f"client_logs/date=2025-03-14/{hosts[i % 3]}/rocketmq_client.log", i, line)
-            for i, line in enumerate(lines)]
+            for i, line in enumerate(all_lines())]
     return spark.createDataFrame(rows, "_source_file string, _line_no long, line string")
 
 
 def test_the_fast_path_takes_exactly_the_lines_of_its_shape():
-    pattern = re.compile(_PERSIST_LINE.replace(r"\z", r"\Z"))
-    assert [bool(pattern.search(line)) for line, _ in PERSIST_LINES] == [
-        fast for _, fast in PERSIST_LINES]
+    pattern = re.compile(_FAST_LINE.replace(r"\z", r"\Z"))
+    assert [bool(pattern.search(line)) for line, _ in FAST_LINES] == [
+        fast for _, fast in FAST_LINES]
 
 
 def test_the_engine_takes_the_same_lines_for_the_fast_path(lines_df):
-    fast = {r._line_no for r in lines_df.where(F.col("line").rlike(_PERSIST_LINE)).collect()}
-    assert fast == {i for i, (_, takes) in enumerate(PERSIST_LINES) if takes}
+    pattern = re.compile(_FAST_LINE.replace(r"\z", r"\Z"))
+    fast = {r._line_no for r in lines_df.where(F.col("line").rlike(_FAST_LINE)).collect()}
+    assert fast == {i for i, line in enumerate(all_lines()) if pattern.search(line)}
+    # a user's own flow-control line (tests/data/real) is one of them
+    real = [all_lines()[i] for i in fast if i >= len(FAST_LINES)]
+    assert any("so do flow control" in line for line in real)
 
 
 @pytest.mark.parametrize("zone", ["GMT+8", LogZones("UTC", (("host-b", "Asia/Shanghai"),))],
@@ -109,9 +155,11 @@ def test_every_line_parses_as_the_general_reading_does(lines_df, zone):
     differences = [(n, got[n], want[n]) for n in sorted(want) if got[n] != want[n]]
     assert differences == []
     # the lines written to be read were read: an event on each, the timestamp on the valid days
-    taken = [want[i] for i, (_, takes) in enumerate(PERSIST_LINES) if takes]
-    assert {row.event for row in taken} == {"PERSIST_OFFSET"}
-    assert [row.parse_error for row in taken].count("invalid timestamp") == 1
+    for offset, (kind, event) in ((0, (PERSIST_LINES, "PERSIST_OFFSET")),
+                                  (len(PERSIST_LINES), (FLOW_LINES, "FLOW_CONTROL_COUNT"))):
+        taken = [want[offset + i] for i, (_, takes) in enumerate(kind) if takes]
+        assert {row.event for row in taken} == {event}
+        assert [row.parse_error for row in taken].count("invalid timestamp") == 1
 
 
 @pytest.mark.sail_only
