@@ -709,13 +709,14 @@ def _typed_fields(df: DataFrame) -> DataFrame:
     )
 
 
-# --- the persist and flow-control lines, read by their spaces ------------------------------
+# --- the persist and flow-control lines, read by their words -------------------------------
 
 # Nine lines in ten of a client log are [persistAll] lines (one per queue every 5 s) in RocketMQ's
-# own 4.9 or 5.x layout; a consumer with a backlog adds a flow-control line per queue every 1,000
-# pulls it holds back. A line of exactly one of these shapes (values in the characters RocketMQ's
-# names take, so that no value holds a space or a separator) is read by its words; the general
-# reading gives the same values for it (tests/ingest/test_client_log_fast_path.py).
+# own 4.9 or 5.x layout; a consumer holding pulls back for a backlog adds a flow-control line
+# every 1,000 times (a counter of the consumer's, across its queues: facts §5.3). A line of
+# exactly one of these shapes (values in the characters RocketMQ's names take, so that no value
+# holds a space or a separator) is read by its words; the general reading gives the same values
+# for it (tests/ingest/test_client_log_fast_path.py).
 # ``\z``: Java's ``$`` also matches before a final U+0085 or U+2028, which the general reading
 # takes as part of the last value.
 _FAST_HEAD = (

@@ -155,9 +155,9 @@ def test_every_line_parses_as_the_general_reading_does(lines_df, zone):
     differences = [(n, got[n], want[n]) for n in sorted(want) if got[n] != want[n]]
     assert differences == []
     # the lines written to be read were read: an event on each, the timestamp on the valid days
-    for offset, (kind, event) in ((0, (PERSIST_LINES, "PERSIST_OFFSET")),
-                                  (len(PERSIST_LINES), (FLOW_LINES, "FLOW_CONTROL_COUNT"))):
-        taken = [want[offset + i] for i, (_, takes) in enumerate(kind) if takes]
+    for first, kind, event in ((0, PERSIST_LINES, "PERSIST_OFFSET"),
+                               (len(PERSIST_LINES), FLOW_LINES, "FLOW_CONTROL_COUNT")):
+        taken = [want[first + i] for i, (_, takes) in enumerate(kind) if takes]
         assert {row.event for row in taken} == {event}
         assert [row.parse_error for row in taken].count("invalid timestamp") == 1
 
