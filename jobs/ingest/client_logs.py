@@ -727,21 +727,21 @@ _FAST_HEAD = (
 _FAST_MQ = (r"MessageQueue \[topic=[%|A-Za-z0-9_-]+, brokerName=[A-Za-z0-9_.-]+, "
             r"queueId=-?[0-9]{1,9}\]")
 _FAST_LONG = r"-?[0-9]{1,18}"  # always fits a long: no "non-numeric" on the general way
-_PERSIST_LINE = (
-    _FAST_HEAD + r" - \[persistAll\] Group: [%|A-Za-z0-9_-]+ ClientId: [A-Za-z0-9_.:@#%|-]+ "
+_PERSIST_TAIL = (
+    r" - \[persistAll\] Group: [%|A-Za-z0-9_-]+ ClientId: [A-Za-z0-9_.:@#%|-]+ "
     r"updateConsumeOffsetToBroker " + _FAST_MQ + " " + _FAST_LONG + r"\z"
 )
 # DefaultMQPushConsumerImpl.pullMessage, the cached-count case (FLOW_CONTROL_COUNT)
 _FLOW_COUNT_OPENING = " - the cached message count exceeds the threshold "
-_FLOW_COUNT_LINE = (
-    _FAST_HEAD + _FLOW_COUNT_OPENING + _FAST_LONG + r", so do flow control, minOffset="
-    + _FAST_LONG + ", maxOffset=" + _FAST_LONG + ", count=" + _FAST_LONG + ", size="
-    + _FAST_LONG + r" MiB, pullRequest=PullRequest \[consumerGroup=[%|A-Za-z0-9_-]+, messageQueue="
-    + _FAST_MQ + ", nextOffset=" + _FAST_LONG + r"\], flowControlTimes=" + _FAST_LONG + r"\z"
+_FLOW_COUNT_TAIL = (
+    _FLOW_COUNT_OPENING + _FAST_LONG + r", so do flow control, minOffset=" + _FAST_LONG
+    + ", maxOffset=" + _FAST_LONG + ", count=" + _FAST_LONG + ", size=" + _FAST_LONG
+    + r" MiB, pullRequest=PullRequest \[consumerGroup=[%|A-Za-z0-9_-]+, messageQueue=" + _FAST_MQ
+    + ", nextOffset=" + _FAST_LONG + r"\], flowControlTimes=" + _FAST_LONG + r"\z"
 )
-# either shape, tested at once
-_FAST_LINE = (_FAST_HEAD + "(?:" + _PERSIST_LINE[len(_FAST_HEAD):] + "|"
-              + _FLOW_COUNT_LINE[len(_FAST_HEAD):] + ")")
+_PERSIST_LINE = _FAST_HEAD + _PERSIST_TAIL
+_FLOW_COUNT_LINE = _FAST_HEAD + _FLOW_COUNT_TAIL
+_FAST_LINE = _FAST_HEAD + "(?:" + _PERSIST_TAIL + "|" + _FLOW_COUNT_TAIL + ")"  # either shape
 
 
 def _parse_fast_lines(lines_df: DataFrame, zone: str | LogZones,

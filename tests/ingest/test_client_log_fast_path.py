@@ -115,6 +115,10 @@ FLOW_LINES = [
 FAST_LINES = PERSIST_LINES + FLOW_LINES
 
 
+# Python's reading of the shape; ``\z`` is Python's ``\Z``
+FAST_PATTERN = re.compile(_FAST_LINE.replace(r"\z", r"\Z"))
+
+
 def all_lines() -> list[str]:
     return [line for line, _ in FAST_LINES] + sample_lines()
 
@@ -128,17 +132,16 @@ def lines_df(spark):
 
 
 def test_the_fast_path_takes_exactly_the_lines_of_its_shape():
-    pattern = re.compile(_FAST_LINE.replace(r"\z", r"\Z"))
-    assert [bool(pattern.search(line)) for line, _ in FAST_LINES] == [
+    assert [bool(FAST_PATTERN.search(line)) for line, _ in FAST_LINES] == [
         fast for _, fast in FAST_LINES]
 
 
 def test_the_engine_takes_the_same_lines_for_the_fast_path(lines_df):
-    pattern = re.compile(_FAST_LINE.replace(r"\z", r"\Z"))
+    lines = all_lines()
     fast = {r._line_no for r in lines_df.where(F.col("line").rlike(_FAST_LINE)).collect()}
-    assert fast == {i for i, line in enumerate(all_lines()) if pattern.search(line)}
+    assert fast == {i for i, line in enumerate(lines) if FAST_PATTERN.search(line)}
     # a user's own flow-control line (tests/data/real) is one of them
-    real = [all_lines()[i] for i in fast if i >= len(FAST_LINES)]
+    real = [lines[i] for i in fast if i >= len(FAST_LINES)]
     assert any("so do flow control" in line for line in real)
 
 
