@@ -7,7 +7,6 @@ from pyspark.sql import functions as F
 
 from jobs.columns import sorted_set
 from jobs.rules.liveness import processes_per_id
-from jobs.silver.dedup import filter_first_per_key
 
 MEMBER_KEY = ["cluster", "group", "ts", "client_id"]
 
@@ -19,16 +18,13 @@ def build_group_members(connections_df: DataFrame) -> DataFrame:
     ``cid_all`` entries per id = ``processes``, as the broker's ``getAllClientId()`` lists one
     entry per channel.
     """
-    channel = MEMBER_KEY + ["broker_name", "broker_addr", "client_addr"]
-    # only the columns read below through the window: it carries its rows whole through its sort
-    channels = filter_first_per_key(
-        connections_df.select(*channel, "language", "version", "consume_type", "message_model",
-                              "date", "_source_file", "_line_no"), channel)
-    # from every copy: a repeated channel adds no distinct address, and the de-duplicating
-    # window then runs once, for the details (twice was half of this table's time at M, 10.0 s
-    # against 5.8 s; benchmarks/RESULTS.md)
+    # from every copy of a channel: a collector's repeated record adds no distinct address to
+    # the sets, and the details are maxima over the id's channels anyway, so copies that
+    # disagree (one wrote null) give the largest value, whatever the row order. Keeping only
+    # each channel's first copy (a window over its eight columns) was five sixths of this
+    # table's time at M (1.2 s against 0.2 s for a fifth of the groups; benchmarks/RESULTS.md).
     processes = processes_per_id(connections_df, MEMBER_KEY)
-    details = channels.groupBy(*MEMBER_KEY).agg(
+    details = connections_df.groupBy(*MEMBER_KEY).agg(
         sorted_set("client_addr").alias("client_addrs"),
         sorted_set("broker_name").alias("broker_names"),
         sorted_set("broker_addr").alias("broker_addrs"),

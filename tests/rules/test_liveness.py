@@ -46,3 +46,18 @@ def test_processes_are_counted_per_broker_view(spark):
     addrs = {r.client_id: r.broker_addrs for r in members.collect()}
     assert addrs["a@1"] == ["10.9.0.1:10911", "10.9.0.2:10911", "10.9.0.3:10911"]
     assert addrs["n@1"] == []
+
+
+def test_repeated_channel_records_change_no_member(spark):
+    """A collector's retry repeats a channel's record: identical copies change nothing, and
+    copies that disagree (one without the client's language and version) give the values that
+    are there, in either row order."""
+    one = [channel("a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 1)]
+    again = one + [channel("a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 2)]
+    blank = ("c", "g", at(0), "a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", None, None,
+             "CONSUME_PASSIVELY", "CLUSTERING", DAY, "f", 0)
+    members = lambda rows: build_group_members(  # noqa: E731
+        spark.createDataFrame(rows, CONNECTIONS)).orderBy("client_id")
+    assert_df_equality(members(again), members(one), ignore_nullable=True)
+    assert_df_equality(members([blank, *one]), members(one), ignore_nullable=True)
+    assert_df_equality(members([*one, blank]), members(one), ignore_nullable=True)
