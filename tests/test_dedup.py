@@ -78,6 +78,29 @@ def test_queue_offsets_deltas_follow_the_winning_copies(spark):
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
+def test_first_running_info_next_ts_is_the_clients_next_snapshot(spark):
+    """``next_ts``: the client's next snapshot, never another copy of the same one, nor another
+    client's or group's; null after the client's last."""
+    schema = ("cluster string, group string, client_id string, ts timestamp, v long, "
+              "_source_file string, _line_no long")
+    df = spark.createDataFrame([
+        ("c", "g", "a@1", at(0), 1, "f1", 1),
+        ("c", "g", "a@1", at(0), 2, "f2", 1),  # a copy of the first snapshot
+        ("c", "g", "a@1", at(2), 3, "f1", 2),
+        ("c", "g", "a@1", at(5), 4, "f1", 3),
+        ("c", "g", "b@1", at(1), 5, "f1", 4),
+        ("c", "h", "a@1", at(3), 6, "f1", 5),
+    ], schema)
+    actual = first_running_info(df, "v", next_ts="next")
+    expected = spark.createDataFrame([
+        ("c", "g", "a@1", at(0), 1, at(2)), ("c", "g", "a@1", at(2), 3, at(5)),
+        ("c", "g", "a@1", at(5), 4, None), ("c", "g", "b@1", at(1), 5, None),
+        ("c", "h", "a@1", at(3), 6, None),
+    ], "cluster string, group string, client_id string, ts timestamp, v long, next timestamp")
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True,
+                       ignore_column_order=True)
+
+
 def test_first_running_info_takes_the_winning_copys_columns(spark):
     """The window numbers the copies by key and place only; the columns are joined to the
     winner, so they must be that copy's, never another copy's of the same snapshot."""

@@ -34,7 +34,8 @@ def filter_first_per_snapshot(df: DataFrame, keys: list[str]) -> DataFrame:
     return df.withColumn("_first", first).where(F.col("_first")).drop("_first")
 
 
-def first_running_info(running_info_df: DataFrame, *columns: str | Column) -> DataFrame:
+def first_running_info(running_info_df: DataFrame, *columns: str | Column,
+                       next_ts: str | None = None) -> DataFrame:
     """The first copy of each running-info snapshot (``filter_first_per_key`` on the client and
     ``ts``) with the key and ``columns`` only.
 
@@ -44,9 +45,14 @@ def first_running_info(running_info_df: DataFrame, *columns: str | Column) -> Da
     At M, numbering whole rows took 12.7 s, the four mq_table fields ownership reads 2.5 s
     (benchmarks/RESULTS.md); silver.process_queues' whole mq_table 5.1–6.4 s through the window
     and 3.9–4.2 s joined. Bronze requires the key (and a copy's place is never null), so the
-    inner join keeps every winner."""
+    inner join keeps every winner. ``next_ts`` names a column for the ts of the client's next
+    snapshot (null after its last), taken on the narrow rows too."""
     place = [*RUNNING_INFO_KEY, "_source_file", "_line_no"]
     winners = filter_first_per_snapshot(running_info_df.select(*place), RUNNING_INFO_KEY[:-1])
+    if next_ts is not None:
+        # on the narrow winners, in the order the numbering sorted them in already
+        winners = winners.withColumn(next_ts, F.lead("ts").over(
+            Window.partitionBy(*RUNNING_INFO_KEY[:-1]).orderBy("ts")))
     return (winners.join(running_info_df.select(*place, *columns), on=place, how="inner")
             .drop("_source_file", "_line_no"))
 

@@ -21,10 +21,12 @@ COLUMNS = ["cluster", "group", "client_id", "topic", "broker_name", "queue_id", 
 
 def running_info_claims(running_info_df: DataFrame) -> DataFrame:
     """Every non-dropped mq_table entry, valid until that client's next running-info snapshot."""
+    # the next snapshot found before the join: a window over the joined rows carried every
+    # snapshot's mq_table through its sort
     snapshots = first_running_info(running_info_df, "date",
-                                   mq_table_fields("topic", "broker_name", "queue_id", "dropped"))
-    nxt = Window.partitionBy("cluster", "group", "client_id").orderBy("ts")
-    return (snapshots.withColumn("valid_until", F.lead("ts").over(nxt))
+                                   mq_table_fields("topic", "broker_name", "queue_id", "dropped"),
+                                   next_ts="valid_until")
+    return (snapshots
             .select("cluster", "group", "client_id", "ts", "valid_until", "date",
                     F.inline("mq_table"))
             .where(~F.coalesce(F.col("dropped"), F.lit(False)))
