@@ -3,6 +3,7 @@ both engines: issue #17 case 5 — a master's and its slave's channels are one p
 
 from chispa import assert_df_equality
 
+from jobs.rules.models import consumer_models, excluded_groups
 from jobs.silver.membership import build_group_members
 from tests.rules.frames import DAY, at
 
@@ -12,9 +13,14 @@ CONNECTIONS = ("cluster string, group string, ts timestamp, client_id string, cl
                "_line_no long")
 
 
-def channel(client_id, addr, broker, broker_addr, line):
-    return ("c", "g", at(0), client_id, addr, broker, broker_addr, "JAVA", "V4_9_8",
-            "CONSUME_PASSIVELY", "CLUSTERING", DAY, "f", line)
+def channel(client_id, addr, broker, broker_addr, line, language="JAVA", version="V4_9_8",
+            consume_type="CONSUME_PASSIVELY", message_model="CLUSTERING"):
+    return ("c", "g", at(0), client_id, addr, broker, broker_addr, language, version,
+            consume_type, message_model, DAY, "f", line)
+
+
+def members_of(spark, rows):
+    return build_group_members(spark.createDataFrame(rows, CONNECTIONS)).orderBy("client_id")
 
 
 def test_processes_are_counted_per_broker_view(spark):
@@ -54,10 +60,23 @@ def test_repeated_channel_records_change_no_member(spark):
     are there, in either row order."""
     one = [channel("a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 1)]
     again = one + [channel("a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 2)]
-    blank = ("c", "g", at(0), "a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", None, None,
-             "CONSUME_PASSIVELY", "CLUSTERING", DAY, "f", 0)
-    members = lambda rows: build_group_members(  # noqa: E731
-        spark.createDataFrame(rows, CONNECTIONS)).orderBy("client_id")
-    assert_df_equality(members(again), members(one), ignore_nullable=True)
-    assert_df_equality(members([blank, *one]), members(one), ignore_nullable=True)
-    assert_df_equality(members([*one, blank]), members(one), ignore_nullable=True)
+    blank = channel("a@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 0, language=None,
+                    version=None)
+    assert_df_equality(members_of(spark, again), members_of(spark, one), ignore_nullable=True)
+    assert_df_equality(members_of(spark, [blank, *one]), members_of(spark, one),
+                       ignore_nullable=True)
+    assert_df_equality(members_of(spark, [*one, blank]), members_of(spark, one),
+                       ignore_nullable=True)
+
+
+def test_a_blank_first_copy_does_not_hide_a_broadcasting_group(spark):
+    """No fault, and no running info collected: a broadcasting consumer's channel record
+    arrives twice, the first copy without message model and consume type (a collector that
+    wrote N/A). The group is still known to broadcast, so it gets no ownership findings
+    (every broadcast client takes every queue, DESIGN.md §5.1)."""
+    rows = [channel("b@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 0, consume_type=None,
+                    message_model=None),
+            channel("b@1", "10.0.0.1:5001", "broker-a", "10.9.0.1:10911", 1,
+                    message_model="BROADCASTING")]
+    excluded = excluded_groups(consumer_models(members_of(spark, rows)))
+    assert [tuple(r) for r in excluded.collect()] == [("c", "g")]
