@@ -136,3 +136,32 @@ def test_owners_are_the_live_members_silver_member_context_stored(spark):
     check(spark, state.select("queue_id", "ts", "owners", "owned_by_ip_only"),
           [(0, at(1), ["a@1"], False), (0, at(2), ["a@1", "a@1"], False),
            (0, at(3), [], False)])
+
+
+def test_each_live_claimant_owns_once_per_process_either_way_it_is_found(spark):
+    """``live_owners`` takes the claimants among the live ids when every live id of the group has
+    one process, and goes member by member when one has more (a duplicate client id, here the
+    non-claimant d@4): both give each live claimant once per process, and an id whose process
+    count is 0 or unknown owns nothing on either path."""
+    from jobs.silver.queue_state import build_queue_state
+    from tests.rules.frames import MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA
+
+    offsets = spark.createDataFrame(snapshots(0, range(1, 7)), OFFSETS_SCHEMA)
+    claims = spark.createDataFrame([claim(c, 0, "rebalance_log", at(0)) for c in
+                                    ("a@1", "b@2", "z@9")], OWNERSHIP_SCHEMA)
+    members = spark.createDataFrame(connected("a@1", range(7)) + connected("b@2", range(7))
+                                    + connected("z@9", range(7)), MEMBERS_SCHEMA)
+    context = {1: [("a@1", 1), ("b@2", 1)],
+               2: [("a@1", 1), ("b@2", 1), ("d@4", 2)],
+               3: [("a@1", 1), ("b@2", 0)],
+               4: [("a@1", None), ("b@2", 2)],
+               5: [("a@1", None), ("b@2", 1)],
+               6: [("a@1", 0), ("b@2", 1), ("d@4", 3)]}
+    stored = spark.createDataFrame(
+        [("c", "g", at(m), c, p) for m, live in context.items() for c, p in live],
+        "cluster string, group string, ts timestamp, client_id string, processes int")
+    state = build_queue_state(offsets, claims, members, stored, WINDOW, GAP, ROUND)
+    check(spark, state.select("queue_id", "ts", "owners", "owned_by_ip_only"),
+          [(0, at(1), ["a@1", "b@2"], False), (0, at(2), ["a@1", "b@2"], False),
+           (0, at(3), ["a@1"], False), (0, at(4), ["b@2", "b@2"], False),
+           (0, at(5), ["b@2"], False), (0, at(6), ["b@2"], False)])
