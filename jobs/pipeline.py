@@ -396,8 +396,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     master_down = silver["master_down_windows"]
     # an offset that goes back after the master returns is accepted, not a stuck episode
     stuck = stage(without_return_regressions(
-        lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models,
-                               stage=stage),
+        lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
         return_regressions(silver["queue_offsets"], master_down,
                            d.master_return_window_seconds)),
         "gold.stuck_queues.episodes")

@@ -62,7 +62,6 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds, sorted_set
-from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import minutes_between, with_episode_id
 from jobs.rules.master_down import master_down_episodes
 from jobs.rules.models import excluded_groups, without_groups
@@ -496,19 +495,14 @@ def finalize_stuck(df: DataFrame, rules: StuckRules) -> DataFrame:
 
 
 def lasting_stuck_episodes(queue_state_df: DataFrame, rules: StuckRules, *,
-                           models_df: DataFrame, stage: Stage = no_staging) -> DataFrame:
+                           models_df: DataFrame) -> DataFrame:
     """The episodes worth explaining. Small, and read several times by
     ``explain_stuck_episodes``: the pipeline stages it so the snapshot windows run once.
     Broadcasting and pop groups (``jobs.rules.models``) are never stuck: broadcast offsets live on
     the clients and the broker's committed offset never moves (facts §2.4); pop has no queue
-    owner to be stuck.
-
-    ``stage(df, name)`` stores the lagging snapshots, which ``stuck_episodes`` reads twice (the
-    lasting episodes, then their rows): unstaged, the window over every queue_state row ran
-    twice (a fifth of M's groups: 2.4 s, staged 1.7 s)."""
+    owner to be stuck."""
     queues = without_groups(queue_state_df, excluded_groups(models_df))
-    return stuck_episodes(stage(stuck_snapshots(queues, rules.max_snapshot_gap_seconds),
-                                "gold.stuck_queues.snapshots"), rules)
+    return stuck_episodes(stuck_snapshots(queues, rules.max_snapshot_gap_seconds), rules)
 
 
 def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
