@@ -58,13 +58,10 @@ def _with_claimants(snaps: DataFrame, claims_df: DataFrame, name: str) -> DataFr
             .select("_s.*", F.col("_g.claimed_by").alias(name)))
 
 
-LIVE = ["_live", "_live_ids", "_most_processes"]  # live_per_snapshot's columns
-
-
 def live_per_snapshot(live_df: DataFrame) -> DataFrame:
-    """Per (group, snapshot ts), the ``LIVE`` columns: ``_live``, the live ids with their process
-    counts (silver.member_context rows, one per id, ``jobs.rules.liveness.live_processes``; a
-    group has a handful); ``_live_ids``, the ids held by exactly one process, and
+    """Per (group, snapshot ts): ``_live``, the live ids with their process counts
+    (silver.member_context rows, one per id, ``jobs.rules.liveness.live_processes``; a group
+    has a handful); ``_live_ids``, the ids held by exactly one process, and
     ``_most_processes``, the largest count (``live_owners``)."""
     # the cast drops column metadata from the struct's fields: Sail rejected a lambda over
     # structs whose fields carried it from some inputs and not from others
@@ -76,13 +73,13 @@ def live_per_snapshot(live_df: DataFrame) -> DataFrame:
 
 
 def live_owners(claimed_by: Column) -> Column:
-    """Each live claimant once per process, sorted; empty when none is live. Reads the ``LIVE``
-    columns.
+    """Each live claimant once per process, sorted; empty when none is live. Reads
+    ``live_per_snapshot``'s columns.
 
     Where no id of the group is held by two processes (a duplicate client id is the exception),
     that is the claimants among ``_live_ids``: a plain intersection, without the lambda over the
-    members (a fifth of M's groups: 1.45 s against 1.0 s for the step on Sail, issue #19). An id
-    whose process count is 0 or unknown owns nothing either way."""
+    members (a fifth of M's groups on Sail: every snapshot's owners in 1.0 s against 1.45 s,
+    issue #19). An id whose process count is 0 or unknown owns nothing either way."""
     by_members = _live_members_where(F.col("_live"),
                                      lambda m: F.array_contains(claimed_by, m["client_id"]))
     plain = F.array_sort(F.array_intersect(claimed_by, F.col("_live_ids")))
