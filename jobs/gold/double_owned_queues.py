@@ -14,7 +14,7 @@ A group with no ownership source gets at most INFO.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
@@ -85,10 +85,10 @@ def build_double_owned_queues(queue_state_df: DataFrame, group_context_df: DataF
         F.min_by("_prev_owners", "ts").alias("_before"),
         F.array_distinct(F.flatten(F.collect_list("owners"))).alias("_all_owners"),
     ).withColumn("minutes", minutes_between(F.col("first_seen"), F.col("last_seen")))
-    order = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
-    following = (queue_state_df.select(*QUEUE_KEY, "ts", "owners")
-                 .select(*QUEUE_KEY, F.col("ts").alias("last_seen"),
-                         F.lead("owners").over(order).alias("_after")))
+    # the snapshot after the episode: the row whose previous snapshot is its last (a window
+    # over every row cost far more on Sail, issue #19)
+    following = queue_state_df.select(*QUEUE_KEY, F.col("prev_ts").alias("last_seen"),
+                                      F.col("owners").alias("_after"))
     episodes = (episodes.join(following, on=[*QUEUE_KEY, "last_seen"], how="left")
                 .join(restart_overlaps(episodes, superseded_ids(
                     members_df, rules.liveness_window_seconds)),

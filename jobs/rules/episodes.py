@@ -35,23 +35,25 @@ def minutes_between(start: Column, end: Column) -> Column:
 def with_previous_snapshot(df: DataFrame, keys: list[str], candidate: Column,
                            carry: tuple[str, ...] = ()) -> DataFrame:
     """The rows of ``df`` where ``candidate`` holds, each with ``_prev_ts`` and
-    ``_prev_candidate``: its key's previous snapshot (flagged or not; null for the first) and
-    whether ``candidate`` held there; ``_prev_<c>`` for each column ``c`` of ``carry``.
-    ``(keys, ts)`` must be unique.
+    ``_prev_candidate``: its key's previous snapshot in ``df`` (flagged or not; null for the
+    first) and whether ``candidate`` held there; ``_prev_<c>`` for each column ``c`` of ``carry``.
+    ``(keys, ts)`` must be unique, and ``df`` must have ``prev_ts``, the key's snapshot before
+    ``ts`` (silver.queue_state takes it from silver.queue_offsets).
 
-    The window that finds the previous snapshot carries only ``keys``, ``ts`` and the flag; the
-    few candidates' other columns are joined back after filtering: a window over every
-    queue_state row with its array columns cost far more on Sail than the few rows it finds."""
-    order = Window.partitionBy(*keys).orderBy("ts")
+    The previous rows are found by joining the few candidates' ``prev_ts`` to ``df``; a window
+    over every queue_state row (even narrowed to keys, ``ts`` and the flag) cost far more on Sail
+    than the few rows it finds (benchmarks/RESULTS.md, issue #19). A ``prev_ts`` that names no row
+    of ``df`` (the previous day's last snapshot, when ``df`` holds one day) gives nulls, as a
+    window over ``df`` would."""
     flag = F.coalesce(candidate, F.lit(False))
-    previous = (df.select(*keys, "ts", flag.alias("_candidate"), *carry)
-                .select(*keys, "ts", "_candidate",
-                        F.lag("ts").over(order).alias("_prev_ts"),
-                        F.lag("_candidate").over(order).alias("_prev_candidate"),
-                        *[F.lag(c).over(order).alias(f"_prev_{c}") for c in carry])
-                .where("_candidate")
-                .drop("_candidate"))
-    return df.where(flag).join(previous, on=[*keys, "ts"], how="inner")
+    flagged = df.where(flag)
+    wanted = flagged.select(*keys, F.col("prev_ts").alias("ts")).where(F.col("ts").isNotNull())
+    # the few wanted keys first: the engine builds its hash table from the left input
+    previous = (wanted.join(df.select(*keys, "ts", flag.alias("_prev_candidate"), *carry),
+                            on=[*keys, "ts"], how="inner")
+                .select(*keys, F.col("ts").alias("prev_ts"), F.col("ts").alias("_prev_ts"),
+                        "_prev_candidate", *[F.col(c).alias(f"_prev_{c}") for c in carry]))
+    return flagged.join(previous, on=[*keys, "prev_ts"], how="left")
 
 
 def number_episodes(df: DataFrame, keys: list[str], flag: Column, prev_flag: Column,

@@ -108,7 +108,9 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
                       liveness_window_seconds: int, max_snapshot_gap_seconds: int,
                       running_info_round_seconds: int, stage: Stage = no_staging) -> DataFrame:
     """One row per offsets snapshot of a queue with ``owners`` (one entry per live owning process,
-    sorted), ``owner_count``, ``claimed_by`` (every claimant, live or not) and the broker's view.
+    sorted), ``owner_count``, ``claimed_by`` (every claimant, live or not) and the broker's view;
+    ``prev_ts`` (the queue's snapshot before, from silver.queue_offsets) lets the detectors find
+    a snapshot's neighbours by a join instead of a window over every row.
     ``member_context_df``: silver.member_context (who is live at each snapshot of the group);
     ``members_df``: silver.group_members (when each client stops being live, for the claims
     that hold until then). ``running_info_round_seconds``: the answers of one running-info poll
@@ -119,7 +121,8 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     range join, and unstaged the windows over every ownership row ran four times (a fifth of M's
     groups: 23.7 s unstaged, 6.1 s staged)."""
     snaps = queue_offsets_df.select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
-                                    "broker_offset_delta", "consumer_offset_delta", "owner_ip",
+                                    "prev_ts", "broker_offset_delta", "consumer_offset_delta",
+                                    "owner_ip",
                                     "broker_reports_no_owner", "is_retry_topic", "date")
     live_until = liveness_ends(members_df, liveness_window_seconds)
     lifetimes = stage(claim_lifetimes(ownership_df, live_until, max_snapshot_gap_seconds),
@@ -163,7 +166,7 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
             .withColumn("_by_claims", by_claims)
             .withColumn("owners", owners)
             .withColumn("owned_by_ip_only", ip_only)
-            .select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset",
+            .select(*SNAPSHOT_KEY, "lag", "broker_offset", "consumer_offset", "prev_ts",
                     "broker_offset_delta", "consumer_offset_delta", "owner_ip", "is_retry_topic",
                     "owners", F.size("owners").alias("owner_count"),
                     claimed_by.alias("claimed_by"),

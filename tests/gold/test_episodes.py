@@ -2,6 +2,7 @@
 
 import datetime as dt
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.rules.episodes import interval_start, number_episodes, with_episode_id, with_previous_snapshot
@@ -12,6 +13,14 @@ SCHEMA = "q string, ts timestamp, candidate boolean, refined boolean, payload st
 
 def _at(seconds: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=seconds)
+
+
+def _with_prev_ts(df):
+    """``prev_ts`` as silver computes it over the day and its look-back: the key's snapshot
+    before, for the day's first one a snapshot of the previous day, which the frame (one day, as
+    gold reads it) does not hold."""
+    before = F.lag("ts").over(Window.partitionBy("q").orderBy("ts"))
+    return df.withColumn("prev_ts", F.coalesce(before, F.col("ts") - F.expr("INTERVAL 1 DAY")))
 
 
 ROWS = [
@@ -29,7 +38,7 @@ ROWS = [
 
 
 def test_flagged_rows_get_the_episode_numbers_of_the_full_window(spark):
-    df = spark.createDataFrame(ROWS, SCHEMA)
+    df = _with_prev_ts(spark.createDataFrame(ROWS, SCHEMA))
     candidates = with_previous_snapshot(df, ["q"], F.col("candidate"))
     previous = df.select("q", F.col("ts").alias("_prev_ts"), F.col("refined").alias("_prev_refined"))
     got = number_episodes(candidates.join(previous, on=["q", "_prev_ts"], how="left"), ["q"],
@@ -38,8 +47,8 @@ def test_flagged_rows_get_the_episode_numbers_of_the_full_window(spark):
     rows = sorted((r["q"], r["payload"], r["_episode"]) for r in got.collect())
     assert rows == [("q1", "a", 1), ("q1", "b", 1), ("q1", "d", 2), ("q1", "e", 2),
                     ("q1", "f", 3), ("q2", "g", 1), ("q2", "i", 2), ("q2", "k", 3)]
-    assert set(got.columns) == {"q", "ts", "candidate", "refined", "payload", "_episode",
-                                "_prev_refined", "_prev_ts", "_episode_start"}
+    assert set(got.columns) == {"q", "ts", "candidate", "refined", "payload", "prev_ts",
+                                "_episode", "_prev_refined", "_prev_ts", "_episode_start"}
 
     flag = F.coalesce(F.col("candidate") & F.col("refined"), F.lit(False))
     full = with_episode_id(df, ["q"], flag, 300).where("_flag")
@@ -50,7 +59,7 @@ def test_an_episode_starts_at_the_snapshot_before_its_first_flagged_one(spark):
     """``interval_start``: the first row of each episode gets the previous snapshot's value when
     that snapshot is within the gap (q1 'd' after 'c' at 120 s), else its own (q1 'a' has none;
     q1 'f' comes 301 s after 'e'); null on the other rows."""
-    df = spark.createDataFrame(ROWS, SCHEMA).withColumn("n", F.unix_timestamp("ts"))
+    df = _with_prev_ts(spark.createDataFrame(ROWS, SCHEMA)).withColumn("n", F.unix_timestamp("ts"))
     flag = F.coalesce(F.col("candidate") & F.col("refined"), F.lit(False))
     candidates = with_previous_snapshot(df, ["q"], flag, carry=("n",))
     got = number_episodes(candidates, ["q"], flag, F.col("_prev_candidate"), 300).select(

@@ -18,6 +18,7 @@ from tests.rules.frames import (
     PROCESS_QUEUES_SCHEMA,
     at,
     widen,
+    with_prev_ts,
 )
 
 RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
@@ -125,7 +126,7 @@ def status_rows():
 def run(spark):
     events = [("g", at(7, 30), "SEND_EXPIRE_MSG_BACK", [("t", None, 16)], OFFSET[16], None)]
     return build_stuck_queues(
-        spark.createDataFrame(state_rows(), STATE),
+        with_prev_ts(spark.createDataFrame(state_rows(), STATE)),
         widen(spark, spark.createDataFrame(pq_rows(), PQ), PROCESS_QUEUES_SCHEMA),
         widen(spark, spark.createDataFrame(config_rows(), CONFIG), CLIENT_CONFIG_SCHEMA),
         widen(spark, spark.createDataFrame(status_rows(), STATUS), CONSUME_STATUS_SCHEMA),
@@ -190,7 +191,7 @@ def test_another_queue_of_the_owner_advancing_is_a_finish_signal(spark):
         CLIENT_CONFIG_SCHEMA)
     rows = [r for r in state_rows() if r[4] in (12, 13)]
     (got,) = build_stuck_queues(
-        spark.createDataFrame(rows, STATE), pq, cfg,
+        with_prev_ts(spark.createDataFrame(rows, STATE)), pq, cfg,
         widen(spark, spark.createDataFrame([], STATUS), CONSUME_STATUS_SCHEMA),
         spark.createDataFrame([], LOG_EVENTS_SCHEMA), RULES,
         models_df=spark.createDataFrame([], MODELS_SCHEMA)).collect()

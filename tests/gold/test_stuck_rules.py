@@ -14,6 +14,7 @@ from tests.rules.frames import (
     CONSUME_STATUS_SCHEMA,
     PROCESS_QUEUES_SCHEMA,
     widen,
+    with_prev_ts,
 )
 
 T0 = dt.datetime(2025, 11, 21, 10, 0, 0)
@@ -126,7 +127,7 @@ def run(spark):
               ("g", at(6, 10), "FLOW_CONTROL_COUNT", mq, None, 500),
               (None, None, None, None, None, None)]
     return build_stuck_queues(
-        spark.createDataFrame(hand_day(), STATE_SCHEMA),
+        with_prev_ts(spark.createDataFrame(hand_day(), STATE_SCHEMA)),
         silver(spark, process_queue_rows(), PQ_SCHEMA, PROCESS_QUEUES_SCHEMA),
         silver(spark, cfg, CONFIG_SCHEMA, CLIENT_CONFIG_SCHEMA),
         silver(spark, status, STATUS_SCHEMA, CONSUME_STATUS_SCHEMA),
@@ -181,7 +182,7 @@ def test_a_queue_orphaned_during_the_episode_is_no_owner_not_owner_down(spark):
        "first_seen timestamp, last_seen timestamp")
     base = run(spark)
     with_orphans = build_stuck_queues(
-        spark.createDataFrame(hand_day(), STATE_SCHEMA),
+        with_prev_ts(spark.createDataFrame(hand_day(), STATE_SCHEMA)),
         silver(spark, process_queue_rows(), PQ_SCHEMA, PROCESS_QUEUES_SCHEMA),
         silver(spark, [("c", "g", "c1", at(0, 3), 40, False, DAY)], CONFIG_SCHEMA,
                CLIENT_CONFIG_SCHEMA),

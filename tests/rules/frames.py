@@ -7,8 +7,9 @@ DAY = T0.date()
 
 OFFSETS_SCHEMA = ("cluster string, group string, topic string, broker_name string, queue_id int, "
                   "ts timestamp, lag long, broker_offset long, consumer_offset long, "
-                  "broker_offset_delta long, consumer_offset_delta long, owner_ip string, "
-                  "broker_reports_no_owner boolean, is_retry_topic boolean, date date")
+                  "prev_ts timestamp, broker_offset_delta long, consumer_offset_delta long, "
+                  "owner_ip string, broker_reports_no_owner boolean, is_retry_topic boolean, "
+                  "date date")
 OWNERSHIP_SCHEMA = ("cluster string, group string, client_id string, topic string, "
                     "broker_name string, queue_id int, source string, valid_from timestamp, "
                     "valid_until timestamp, date date")
@@ -26,10 +27,21 @@ def snapshots(queue_id, minutes, *, advance=10, client_ip=None, lag=50, group="g
     for i, m in enumerate(minutes):
         co = 1000 + advance * i
         rows.append(("c", group, "t", "b", queue_id, at(m), lag, co + lag, co,
+                     None if i == 0 else at(minutes[i - 1]),
                      None if i == 0 else 10, None if i == 0 else advance,
                      None if client_ip in (None, "N/A") else client_ip,
                      None if client_ip is None else client_ip == "N/A", False, DAY))
     return rows
+
+
+def with_prev_ts(df):
+    """A hand-built silver.queue_state frame with ``prev_ts``, the queue's snapshot before, as
+    silver.queue_offsets computes it (the frame's rows are all of the queue's snapshots)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = Window.partitionBy("cluster", "group", "topic", "broker_name", "queue_id").orderBy("ts")
+    return df.withColumn("prev_ts", F.lag("ts").over(order))
 
 
 def claim(client_id, queue_id, source, start, end=None, group="g"):

@@ -5,7 +5,7 @@ from jobs.gold.group_health import build_group_health
 from jobs.gold.orphaned_queues import OrphanRules, build_orphaned_queues
 from jobs.rules.abandoned import abandoned_groups
 from jobs.rules.models import consumer_models
-from tests.rules.frames import DAY, at
+from tests.rules.frames import DAY, at, with_prev_ts
 
 RULES = OrphanRules(liveness_window_seconds=90, max_snapshot_gap_seconds=300,
                     orphan_min_duration_seconds=120, orphan_transient_max_seconds=300,
@@ -67,8 +67,8 @@ def test_a_group_with_no_ownership_source_gets_at_most_info(spark):
     """``blind``: offsets and connections only (no running info, logs or client_ip) — nobody can
     say who owns its queues, so a standing queue is INFO/UNKNOWN however long; ``seen`` has a
     claim (by a client that is not live): the same queue there is a WARN."""
-    state = spark.createDataFrame(flat("blind", 0, 50) + flat("seen", 0, 50, claimed=["x@1"]),
-                                  STATE)
+    state = with_prev_ts(spark.createDataFrame(
+        flat("blind", 0, 50) + flat("seen", 0, 50, claimed=["x@1"]), STATE))
     member = "struct<client_id:string,processes:int,topics:array<string>,strategy:string>"
     context = spark.createDataFrame(
         [("c", g, at(m), [("a@1", 1, None, None)], 1, [], [], ["a@1"])

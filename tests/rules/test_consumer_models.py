@@ -21,6 +21,7 @@ from tests.rules.frames import (
     PROCESS_QUEUES_SCHEMA,
     at,
     widen,
+    with_prev_ts,
 )
 
 RULES = OrphanRules(liveness_window_seconds=90, max_snapshot_gap_seconds=300,
@@ -149,7 +150,7 @@ def test_no_orphans_without_queue_ownership_or_an_mq_table(spark):
     context, member_context = context_frames(spark)
     events = spark.createDataFrame([], "group string, ts timestamp, client_id string, "
                                        "event string")
-    found = build_orphaned_queues(spark.createDataFrame(rows, STATE), member_context, context,
+    found = build_orphaned_queues(with_prev_ts(spark.createDataFrame(rows, STATE)), member_context, context,
                                   models(spark), events, RULES).collect()
     assert sorted((r.group, r.first_seen, r.last_seen) for r in found) == [
         ("pull", at(0), at(5)), ("push", at(0), at(5))]
@@ -170,7 +171,7 @@ def test_two_broadcast_clients_on_one_host_are_no_duplicate_client_id(spark):
     host = spark.createDataFrame(
         [("c", g, at(m, 5), HOST_ID, 2, None, None) for g in ("bcast", "push")
          for m in range(-2, 8)], MEMBERS)
-    found = build_double_owned_queues(spark.createDataFrame(rows, STATE), context,
+    found = build_double_owned_queues(with_prev_ts(spark.createDataFrame(rows, STATE)), context,
                                       members(spark).unionByName(host), RULES,
                                       models_df=models(spark)).collect()
     assert sorted((r.group, r.root_cause) for r in found) == [
@@ -189,7 +190,7 @@ def test_broadcast_and_pop_groups_are_never_stuck(spark):
     status = spark.createDataFrame([], "cluster string, group string, client_id string, "
                                        "ts timestamp, topic string, consume_failed_tps double, "
                                        "date date")
-    found = build_stuck_queues(spark.createDataFrame(rows, STATE),
+    found = build_stuck_queues(with_prev_ts(spark.createDataFrame(rows, STATE)),
                                widen(spark, process_queues(spark), PROCESS_QUEUES_SCHEMA),
                                widen(spark, client_config(spark), CLIENT_CONFIG_SCHEMA),
                                widen(spark, status, CONSUME_STATUS_SCHEMA), empty_events, STUCK,
@@ -214,7 +215,7 @@ def test_orderly_clients_get_no_span_flow_control(spark):
         [], "group string, ts timestamp, event string, "
             "queues array<struct<topic:string,broker_name:string,queue_id:int>>, "
             "offset long, min_offset long")
-    found = build_stuck_queues(spark.createDataFrame(rows, STATE),
+    found = build_stuck_queues(with_prev_ts(spark.createDataFrame(rows, STATE)),
                                widen(spark, pq, PROCESS_QUEUES_SCHEMA),
                                widen(spark, cfg, CLIENT_CONFIG_SCHEMA),
                                widen(spark, status, CONSUME_STATUS_SCHEMA), events,

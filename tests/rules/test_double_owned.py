@@ -6,7 +6,7 @@ from chispa import assert_df_equality
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.orphaned_queues import OrphanRules
 from jobs.rules.models import consumer_models
-from tests.rules.frames import DAY, at
+from tests.rules.frames import DAY, at, with_prev_ts
 
 RULES = OrphanRules(liveness_window_seconds=90, max_snapshot_gap_seconds=300,
                     orphan_min_duration_seconds=120, orphan_transient_max_seconds=300,
@@ -40,7 +40,7 @@ def test_stale_owner_ip_only_and_restart(spark):
                + [("c", "g", at(m, 5), OLD, 1, None, None) for m in range(-3, 3)]
                + [("c", "g", at(m, 5), NEW, 1, None, None) for m in range(1, 6)])
     context = [("c", "g", at(m), ["AVG"]) for m in range(5)]
-    actual = build_double_owned_queues(spark.createDataFrame(rows, STATE),
+    actual = build_double_owned_queues(with_prev_ts(spark.createDataFrame(rows, STATE)),
                                        spark.createDataFrame(context, CONTEXT),
                                        spark.createDataFrame(members, MEMBERS), RULES,
                                        models_df=consumer_models(

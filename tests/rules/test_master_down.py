@@ -33,6 +33,7 @@ from tests.rules.frames import (
     CONSUME_STATUS_SCHEMA,
     PROCESS_QUEUES_SCHEMA,
     widen,
+    with_prev_ts,
 )
 
 OFFSETS_SCHEMA = ("cluster string, group string, topic string, broker_name string, "
@@ -148,7 +149,7 @@ def stuck_day(spark):
     pq += [("c", "g", "c3", at(m, 3), "t", broker, q, offset, 0, 0, 0, False, None, DAY)
            for m in range(-10, 10) for broker, q, offset in (("a", 6, 800), ("b", 4, 900))]
     cfg = [("c", "g", "c3", at(m, 3), None, False, DAY) for m in range(-10, 10)]
-    return (spark.createDataFrame(rows, STATE_SCHEMA),
+    return (with_prev_ts(spark.createDataFrame(rows, STATE_SCHEMA)),
             widen(spark, spark.createDataFrame(pq, PQ_SCHEMA), PROCESS_QUEUES_SCHEMA),
             widen(spark, spark.createDataFrame(cfg, CONFIG_SCHEMA), CLIENT_CONFIG_SCHEMA),
             widen(spark, spark.createDataFrame(status, STATUS_SCHEMA), CONSUME_STATUS_SCHEMA))
@@ -250,7 +251,7 @@ def test_after_the_return_released_at_passes_the_blocking_offset_and_a_new_owner
         ("c", "g", "t", "b", 2, at(11), 140, 900, 760, 60, ["c4"], 1, ["c4"], DAY),
         ("c", "g", "t", "b", 2, at(12), 0, 900, 900, 140, ["c4"], 1, ["c4"], DAY),
     ]
-    state = spark.createDataFrame(state_rows, STATE_SCHEMA)
+    state = with_prev_ts(spark.createDataFrame(state_rows, STATE_SCHEMA))
 
     actual = with_master_return(stuck, state, windows, 900).orderBy("queue_id").collect()
 
