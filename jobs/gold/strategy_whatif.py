@@ -98,9 +98,12 @@ def change_candidates(queue_offsets_df: DataFrame, member_context_df: DataFrame)
     change marks every topic of its group and a change undone in between still counts: that
     costs only a few more arrays, as candidates are compared exactly (states_of_snapshots).
     """
-    queue = Window.partitionBy(*TOPIC_KEY, "broker_name", "queue_id").orderBy("ts")
+    # each queue row's previous snapshot is silver's prev_ts (a window over every queue row cost
+    # most of this step on Sail, issue #19); on the frame's first snapshot of a queue it may be
+    # the previous day's, which no snapshot of the frame has: that snapshot is a candidate then,
+    # as it is with a null (``_change_counts``: its smallest _prev is not the snapshot before)
     queues = (queue_offsets_df.where(F.col("queue_id") >= 0)
-              .select(*SNAPSHOT_KEY, F.lag("ts").over(queue).alias("_prev"))
+              .select(*SNAPSHOT_KEY, F.col("prev_ts").alias("_prev"))
               .transform(_change_counts(SNAPSHOT_KEY, "_queue_changes")))
     member = Window.partitionBy("cluster", "group", "client_id").orderBy("ts")
     same_member = (F.lag("processes").over(member).eqNullSafe(F.col("processes"))

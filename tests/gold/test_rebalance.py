@@ -19,6 +19,7 @@ from jobs.gold.rebalance_events import (
 from jobs.gold.strategy_whatif import build_strategy_whatif
 from tests.gold.conftest import classic_days, expected, iso
 from tests.pipeline.assertions import comparable
+from tests.rules.frames import with_prev_ts
 
 VECTORS = Path(__file__).resolve().parents[1] / "data" / "vectors" / "allocation_vectors_public.jsonl"
 EVENT_SCENARIOS = ["client-leaves", "topicb-subscription", "healthy", "consumer-crash"]
@@ -270,8 +271,8 @@ def test_whatif_replays_machine_room_nearby_when_rooms_are_known(spark):
     c1, c2, c3 = "room1-10.0.0.1@1", "room1-10.0.0.2@2", "room2-10.0.0.3@3"
     queues = [("room1@broker-a", 0), ("room1@broker-a", 1), ("room2@broker-b", 0),
               ("room2@broker-b", 1)]
-    offsets = spark.createDataFrame(
-        [("c1", "g", "t", b, q, ts, 0, DAY) for ts in (T0, T1, T2) for b, q in queues], OFFSETS)
+    offsets = with_prev_ts(spark.createDataFrame(
+        [("c1", "g", "t", b, q, ts, 0, DAY) for ts in (T0, T1, T2) for b, q in queues], OFFSETS))
     members = spark.createDataFrame(
         [("c1", "g", T0, c3, 1, None, "AVG", DAY)]
         + [("c1", "g", ts, c, 1, ["t"], "AVG", DAY) for ts in (T0, T1, T2) for c in (c1, c2)],
@@ -296,7 +297,8 @@ def test_whatif_replays_machine_room_nearby_when_rooms_are_known(spark):
 def test_whatif_has_no_nearby_row_without_rooms(spark):
     """Also the regression test of the replay's sub-call nullability (spark_replay._sub_call):
     Sail 0.7 panicked on these aggregate-built states before the cast."""
-    offsets = spark.createDataFrame([("c1", "g", "t", "broker-a", 0, T0, 0, DAY)], OFFSETS)
+    offsets = with_prev_ts(spark.createDataFrame([("c1", "g", "t", "broker-a", 0, T0, 0, DAY)],
+                                                 OFFSETS))
     members = spark.createDataFrame([("c1", "g", T0, "10.0.0.1@1", 1, ["t"], "AVG", DAY)],
                                     MEMBERS)
     strategies = sorted(r.strategy for r in build_strategy_whatif(offsets, members).collect())

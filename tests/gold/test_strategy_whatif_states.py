@@ -3,6 +3,7 @@ of every snapshot compared one by one (``states_of_snapshots(topic_snapshots(...
 
 import datetime as dt
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.gold.strategy_whatif import states_of_snapshots, topic_snapshots, topic_states
@@ -27,7 +28,11 @@ def _offsets(spark):
     rows += [("c1", "g", "tb", "b", 0, T[k], DAY) for k in range(13)]
     rows += [("c1", "g", "ta", "b", -1, T[k], DAY) for k in range(13)]
     rows += [("c1", "g2", "ta", "b", q, T[k], DAY) for k, q in ((0, 0), (0, 1), (1, 0), (1, 0))]
-    return spark.createDataFrame(rows, OFFSETS)
+    # prev_ts as silver has it over the day and its look-back: each queue's first snapshot here
+    # follows one of the previous day, which the frame (the day) does not hold
+    queue = Window.partitionBy("cluster", "group", "topic", "broker_name", "queue_id").orderBy("ts")
+    return spark.createDataFrame(rows, OFFSETS).withColumn("prev_ts", F.coalesce(
+        F.lag("ts").over(queue), F.col("ts") - F.expr("INTERVAL 1 DAY")))
 
 
 def _members(spark):

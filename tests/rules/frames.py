@@ -35,8 +35,9 @@ def snapshots(queue_id, minutes, *, advance=10, client_ip=None, lag=50, group="g
 
 
 def with_prev_ts(df):
-    """A hand-built silver.queue_state frame with ``prev_ts``, the queue's snapshot before, as
-    silver.queue_offsets computes it (the frame's rows are all of the queue's snapshots)."""
+    """A hand-built silver.queue_offsets or queue_state frame with ``prev_ts``, the queue's
+    snapshot before, as silver.queue_offsets computes it (the frame's rows are all of the
+    queue's snapshots)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 

@@ -225,11 +225,11 @@ def test_orderly_clients_get_no_span_flow_control(spark):
 
 
 def test_whatif_leaves_out_broadcast_and_pop_groups(spark):
-    offsets = spark.createDataFrame(
+    offsets = with_prev_ts(spark.createDataFrame(
         [("c", g, "t", "b", q, at(m), 0, DAY) for g in GROUPS for m in range(3)
          for q in range(2)],
         "cluster string, group string, topic string, broker_name string, queue_id int, "
-        "ts timestamp, lag long, date date")
+        "ts timestamp, lag long, date date"))
     member_context = spark.createDataFrame(
         [("c", g, at(m), cid, 1, ["t"], "AVG", DAY) for g in GROUPS for m in range(3)
          for cid in ("a@1", "b@1")],
