@@ -247,17 +247,20 @@ NARROW_SPLIT_ROW_GROUP_ROWS = 16384
 
 
 def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str, name: str,
-                  batches: int, row_group_rows: int = SPLIT_ROW_GROUP_ROWS) -> list[DataFrame]:
+                  batches: int, row_group_rows: int = SPLIT_ROW_GROUP_ROWS,
+                  shared: int | None = None) -> list[DataFrame]:
     """Write ``df`` once as Parquet partitioned by its ``_batch`` column (0 … ``batches`` - 1)
     and read each batch back by itself, without that column. Why: each batch of groups then
     scans its own files; filtering the whole day again per batch made the L day's ~56 batches
     re-read all of its bronze each time (benchmarks/RESULTS.md, issue #19). ``row_group_rows``:
-    ``SPLIT_ROW_GROUP_ROWS``, or ``NARROW_SPLIT_ROW_GROUP_ROWS`` for narrow rows."""
+    ``SPLIT_ROW_GROUP_ROWS``, or ``NARROW_SPLIT_ROW_GROUP_ROWS`` for narrow rows. ``shared``: a
+    ``_batch`` whose rows every batch reads beside its own."""
     path = staging_path(lake, run_id, name)
     (df.write.mode("overwrite").option("maxRowGroupSize", row_group_rows)
      .partitionBy(BATCH_COLUMN).parquet(path))
     schema = StructType([f for f in df.schema.fields if f.name != BATCH_COLUMN])
-    return [_read_parquet_dirs(spark, schema, [f"{path}/{BATCH_COLUMN}={b}"])
+    also = [] if shared is None else [f"{path}/{BATCH_COLUMN}={shared}"]
+    return [_read_parquet_dirs(spark, schema, [f"{path}/{BATCH_COLUMN}={b}", *also])
             for b in range(batches)]
 
 
@@ -275,6 +278,13 @@ def read_staged_batch(spark: SparkSession, schema: StructType | str, lake: str |
         schema = spark.createDataFrame([], schema).schema
     return _read_parquet_dirs(spark, schema,
                               [staging_path(lake, run_id, f"{name}/{BATCH_COLUMN}={batch}")])
+
+
+def read_staged_batch_set(spark: SparkSession, schema: StructType, lake: str | Path,
+                          run_id: str, name: str, batches: list[int]) -> DataFrame:
+    """The staged batches ``batches`` of ``name`` (``stage_batches``) as one frame."""
+    path = staging_path(lake, run_id, name)
+    return _read_parquet_dirs(spark, schema, [f"{path}/{BATCH_COLUMN}={b}" for b in batches])
 
 
 def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Path, run_id: str,
