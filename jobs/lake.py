@@ -280,13 +280,6 @@ def read_staged_batch(spark: SparkSession, schema: StructType | str, lake: str |
                               [staging_path(lake, run_id, f"{name}/{BATCH_COLUMN}={batch}")])
 
 
-def read_staged_batch_set(spark: SparkSession, schema: StructType, lake: str | Path,
-                          run_id: str, name: str, batches: list[int]) -> DataFrame:
-    """The staged batches ``batches`` of ``name`` (``stage_batches``) as one frame."""
-    path = staging_path(lake, run_id, name)
-    return _read_parquet_dirs(spark, schema, [f"{path}/{BATCH_COLUMN}={b}" for b in batches])
-
-
 def read_staged_batches(spark: SparkSession, schema: StructType, lake: str | Path, run_id: str,
                         name: str) -> DataFrame:
     """Every staged batch of ``name`` (``stage_batch``) as one frame."""

@@ -11,13 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
@@ -35,7 +34,7 @@ from jobs.gold.strategy_whatif import build_strategy_whatif
 from jobs.gold.stuck_queues import StuckRules, explain_stuck_episodes, lasting_stuck_episodes
 from jobs.ingest.client_log_records import ingest_client_logs
 from jobs.ingest.json_sources import SourceFrames, ingest_json_source
-from jobs.ingest.landing_files import list_landing_files, union_all
+from jobs.ingest.landing_files import union_all
 from jobs.ingest.landing_source import read_partitions
 from jobs.rules.abandoned import abandoned_groups, without_abandoned
 from jobs.rules.clocks import (
@@ -73,7 +72,6 @@ from schemas.landing import (
 )
 
 log = logging.getLogger(__name__)
-K = TypeVar("K", str, int)  # a key of key_batches: a group, a topic, a bucket
 
 # the bronze record table of each landing source
 RECORD_TABLE_OF = {OFFSETS.name: "offsets", CONNECTIONS.name: "connections",
@@ -191,12 +189,12 @@ def cluster_silver_frames(bronze: dict[str, DataFrame]) -> dict[str, DataFrame]:
                                                              bronze["client_log_events"])}
 
 
-def key_batches(rows_per_key: Mapping[K | None, int], batch_rows: int) -> list[list[K]]:
+def key_batches(rows_per_key: dict[str | None, int], batch_rows: int) -> list[list[str]]:
     """Keys (groups or topics) packed into batches of about ``batch_rows`` rows each, largest key
     first into the first batch with room (first-fit decreasing); a key larger than a batch gets a
     batch of its own. One batch when everything fits. The last batch also takes every key not
     listed (``in_batch``), so a key seen only in another source is never left out."""
-    batches: list[list[K]] = []
+    batches: list[list[str]] = []
     room: list[int] = []
     for key, rows in sorted(((k, r) for k, r in rows_per_key.items() if k is not None),
                             key=lambda kr: (-kr[1], kr[0])):
@@ -241,53 +239,6 @@ def with_batch(df: DataFrame, column: str, batches: list[list[str]],
     if nulls_apart:
         batch = F.when(df[column].isNull(), F.lit(len(batches))).otherwise(batch)
     return joined.select(*[df[c] for c in df.columns], batch.alias(lake.BATCH_COLUMN))
-
-
-# a landing offsets line is ~140 bytes; fewer here estimates more rows, so more buckets
-OFFSET_LINE_BYTES = 100
-BUCKETS_PER_BATCH = 4
-
-
-def offset_buckets(landing: Path, run_date: dt.date, batch_rows: int) -> int:
-    """How many buckets of groups the offsets are staged in as they are parsed
-    (``with_parse_bucket``): about ``BUCKETS_PER_BATCH`` per batch of groups the day will need,
-    so whole buckets pack into batches of near ``batch_rows`` rows (``bucket_plan``). The day's
-    rows are estimated from its offsets files' sizes before they are parsed (a .gz counted 10×);
-    at least 16, at most 128 (each is an open file of the staging write)."""
-    size = sum(f.path.stat().st_size * (10 if f.path.name.endswith(".gz") else 1)
-               for f in list_landing_files(landing, OFFSETS.name, run_date))
-    batches = -(-size // (batch_rows * OFFSET_LINE_BYTES))
-    return max(16, min(128, BUCKETS_PER_BATCH * batches))
-
-
-def group_bucket(buckets: int) -> Column:
-    """The bucket of a row's ``group``: a hash of it modulo ``buckets`` (the same within a run,
-    which is all that counts: buckets are only staging)."""
-    return F.pmod(F.xxhash64("group"), F.lit(buckets)).cast("int")
-
-
-def with_parse_bucket(classified_df: DataFrame, buckets: int) -> DataFrame:
-    """Classified offsets lines with ``_batch``: an accepted line's ``group_bucket``; every other
-    line in bucket ``buckets``, which no batch reads (``with_parse_batch``)."""
-    accepted = (F.col("_status") == "accepted") & F.col("group").isNotNull()
-    return classified_df.withColumn(lake.BATCH_COLUMN, F.when(
-        accepted, group_bucket(buckets)).otherwise(F.lit(buckets)))
-
-
-def bucket_plan(groups_df: DataFrame, buckets: int, batch_rows: int
-                ) -> tuple[list[list[int]], list[list[str]]]:
-    """The batches of groups made of whole buckets: ``groups_df`` (one ``group`` column, a row
-    per offsets row of the day and its look-back) counted per group, the buckets packed like
-    groups (``key_batches``). Returns the buckets and the groups of each batch."""
-    rows = (groups_df.where(F.col("group").isNotNull()).groupBy("group")
-            .agg(F.count(F.lit(1)).alias("rows")).withColumn("bucket", group_bucket(buckets))
-            .collect())
-    per_bucket: dict[int | None, int] = {}
-    for r in rows:
-        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + r["rows"]
-    plan = [sorted(batch) for batch in key_batches(per_bucket, batch_rows)]
-    groups = [sorted(r["group"] for r in rows if r["bucket"] in set(batch)) for batch in plan]
-    return plan, groups
 
 
 def with_parse_batch(classified_df: DataFrame, batches: list[list[str]]) -> DataFrame:
@@ -339,6 +290,10 @@ class BatchedFrames:
             raise ValueError("frames of different batches cannot be merged")
         return BatchedFrames(self.column, self.plan, {**self.whole, **other.whole},
                              {**self.parts, **other.parts})
+
+
+def rows_per_key(df: DataFrame, column: str) -> dict[str | None, int]:
+    return {r[column]: r["count"] for r in df.groupBy(column).count().collect()}
 
 
 def topic_batches(queue_offsets_df: DataFrame, group_plan: list[list[str]],
@@ -620,33 +575,17 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
                   plan: list[list[str]]) -> BatchedFrames:
             return BatchedFrames(column, plan, frames, split_parts(frames, column, plan))
 
-        # The offsets are parsed first, staged in buckets of groups: their rows per group (with
-        # the previous day's tail) plan the batches of groups, made of whole buckets, so each
-        # batch reads its buckets and the other landing sources are staged already split into
+        # The offsets are parsed first: their rows per group (with the previous day's tail) plan
+        # the batches of groups, so the other landing sources are staged already split into
         # those batches as they are parsed, rather than split again from bronze: a pass over
-        # every source less (benchmarks/RESULTS.md, sessions 21 and 26).
-        buckets = offset_buckets(landing, run_date, batch_rows)
-
-        staged_schema: dict[str, StructType] = {}
-
-        def stage_buckets(df: DataFrame, name: str) -> DataFrame:
-            progress(f"parsing {name}", stage="parse", table=name)
-            lake.stage_batches(spark, with_parse_bucket(df, buckets), lake_dir, run_id, name,
-                               buckets + 1, split_row_group_rows(RECORD_TABLE_OF[name]))
-            staged_schema[name] = df.schema
-            return lake.read_staged_batches(spark, df.schema, lake_dir, run_id, name)
-
+        # three sources less (benchmarks/RESULTS.md, session 21).
         parsed = ingest_sources(spark, landing, run_date, settings, run_id, ingested_at,
-                                (OFFSETS.name,), stage_buckets)
+                                (OFFSETS.name,), stage)
         tail = previous_tail(spark, lake_dir, "offsets", run_date, lookback)
-        offset_plan, group_plan = bucket_plan(union_all(
+        group_plan = key_batches(rows_per_key(union_all(
             [parsed[OFFSETS.name].records.select("group"),
-             *([] if tail is None else [tail.select("group")])]), buckets, batch_rows)
+             *([] if tail is None else [tail.select("group")])]), "group"), batch_rows)
         parsed_parts: dict[str, list[DataFrame]] = {}
-        if len(group_plan) > 1:
-            parsed_parts[OFFSETS.name] = [
-                lake.read_staged_batch_set(spark, staged_schema[OFFSETS.name], lake_dir, run_id,
-                                           OFFSETS.name, part) for part in offset_plan]
 
         def stage_split(df: DataFrame, name: str) -> DataFrame:
             progress(f"parsing {name}", stage="parse", table=name)

@@ -17,23 +17,17 @@ from pyspark.sql import functions as F
 from jobs import lake
 from jobs.pipeline import (
     BatchedFrames,
-    bucket_plan,
     in_batch,
     key_batches,
-    offset_buckets,
+    rows_per_key,
     topic_batches,
     with_batch,
+    with_parse_batch,
 )
 from tests.conftest import SAMPLE_DAY, run_cli
 
 DAY = dt.date.fromisoformat(SAMPLE_DAY)
 RUN_METADATA = {"_run_id", "_ingested_at", "run_id"}
-
-
-def group_plan(spark, offsets, landing, batch_rows) -> list[list[str]]:
-    """The batches of groups a run of the sample day makes (``jobs.pipeline.run_day``)."""
-    buckets = offset_buckets(landing, DAY, batch_rows)
-    return bucket_plan(offsets.select("group"), buckets, batch_rows)[1]
 
 
 def _rows(spark, lake_dir, layer, name) -> list[str]:
@@ -47,7 +41,7 @@ def batched_lake(spark, sample_lake, tmp_path_factory):
     root = tmp_path_factory.mktemp("batched")
     offsets = lake.read_day(spark, sample_lake, "bronze", "offsets", DAY)
     batch_rows = offsets.count() // 3 + 1
-    assert len(group_plan(spark, offsets, sample_lake.parent / "landing", batch_rows)) >= 3
+    assert len(key_batches(rows_per_key(offsets, "group"), batch_rows)) >= 3
     conf = root / "batches.toml"
     # gold's batches two at a time, as by default: they must still equal the one-pass lake
     conf.write_text(f"[engine]\ngroup_batch_rows = {batch_rows}\nbatch_threads = 2\n")
@@ -108,7 +102,7 @@ def shared_topic_lakes(spark, sample_lake, tmp_path_factory):
     shutil.copytree(sample_lake.parent / "landing", landing)
     offsets = lake.read_day(spark, sample_lake, "bronze", "offsets", DAY)
     batch_rows = offsets.count() // 3 + 1
-    plan = group_plan(spark, offsets, sample_lake.parent / "landing", batch_rows)
+    plan = key_batches(rows_per_key(offsets, "group"), batch_rows)
     first, last = plan[0][0], plan[-1][0]
     folder = landing / "offsets" / f"date={SAMPLE_DAY}"
     copied, topic = [], None
@@ -140,23 +134,6 @@ def test_a_topic_of_two_batches_of_groups_is_batched_by_topic_to_the_same_tables
     assert max(e.get("batches", 1) for e in events if e.get("table") == "silver.queue_state") >= 3
     for layer in ("silver", "gold"):
         assert _differing(spark, lakes["one_pass"], lakes["batched"], layer) == []
-
-
-@pytest.mark.delta
-def test_a_log_line_without_a_group_reaches_the_batch_of_every_group(spark, sample_lake,
-                                                                      shared_topic_lakes):
-    """``send expire msg back`` names no group (facts §5.3): the stuck finding it explains (the
-    release by the expired-message cleaner) must be found also when its group is not in the last
-    batch, which keeps every key of no other batch (``in_batch``)."""
-    lakes, _ = shared_topic_lakes
-    released = [r.group for r in lake.read_day(spark, lakes["batched"], "gold", "stuck_queues",
-                                               DAY).collect()
-                if "expired-message cleaner" in r.evidence]
-    assert released
-    batch_rows = lake.read_day(spark, sample_lake, "bronze", "offsets", DAY).count() // 3 + 1
-    offsets = lake.read_day(spark, lakes["batched"], "bronze", "offsets", DAY)
-    plan = group_plan(spark, offsets, lakes["batched"].parent / "landing", batch_rows)
-    assert not set(released) & set(plan[-1])
 
 
 def test_key_batches_pack_the_largest_keys_first_and_give_a_large_key_its_own_batch():
@@ -203,6 +180,23 @@ def test_a_day_split_once_reads_each_batch_back_alone(spark, tmp_path):
         sorted([("g-c", 0), ("g-c", 1), (None, 0), (None, 1)], key=str)]
     frames = BatchedFrames("group", plan, {"t": df}, {"t": parts})
     assert frames.batch(1)["t"].count() == 2
+
+
+def test_a_line_without_a_group_is_read_by_every_batch_of_groups(spark, tmp_path):
+    """``send expire msg back`` names no group (facts §5.3); the stuck detector matches it to any
+    group's episode by topic, queue and offset, so every batch must read it (with ``in_batch``'s
+    rule it reached the last batch only). A line not accepted reaches no batch."""
+    rows = [("accepted", "g-a", 1), ("accepted", "g-b", 2), ("accepted", None, 3),
+            ("quarantined", None, 4), ("other_day", "g-a", 5)]
+    df = spark.createDataFrame(rows, "_status string, group string, line int")
+    plan = [["g-a"], ["g-b"], ["g-c"]]
+    parts = lake.stage_batches(spark, with_parse_batch(df, plan), tmp_path, "run", "t",
+                               len(plan), shared=len(plan))
+    assert [sorted(r["line"] for r in p.collect()) for p in parts] == [[1, 3], [2, 3], [3]]
+    tail = lake.stage_batches(spark, with_batch(df, "group", plan, nulls_apart=True), tmp_path,
+                              "run", "tail", len(plan), shared=len(plan))
+    assert [sorted(r["line"] for r in p.collect()) for p in tail] == [[1, 3, 4, 5], [2, 3, 4],
+                                                                      [3, 4]]
 
 
 def test_batches_staged_one_by_one_read_back_whole(spark, tmp_path):
