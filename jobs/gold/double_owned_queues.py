@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.rules.claims import QUEUE_KEY, groups_with_ownership_source
-from jobs.rules.episodes import minutes_between, number_episodes, with_previous_snapshot
+from jobs.rules.episodes import minutes_between, next_snapshots, number_episodes, with_previous_snapshot
 from jobs.rules.models import ownership_unknown_groups
 from jobs.rules.restarts import superseded_ids
 from jobs.rules.severity import at_most_info, severity
@@ -85,10 +85,7 @@ def build_double_owned_queues(queue_state_df: DataFrame, group_context_df: DataF
         F.min_by("_prev_owners", "ts").alias("_before"),
         F.array_distinct(F.flatten(F.collect_list("owners"))).alias("_all_owners"),
     ).withColumn("minutes", minutes_between(F.col("first_seen"), F.col("last_seen")))
-    # the snapshot after the episode: the row whose previous snapshot is its last (a window
-    # over every row cost far more on Sail, issue #19)
-    following = queue_state_df.select(*QUEUE_KEY, F.col("prev_ts").alias("last_seen"),
-                                      F.col("owners").alias("_after"))
+    following = next_snapshots(queue_state_df, QUEUE_KEY, "last_seen", {"owners": "_after"})
     episodes = (episodes.join(following, on=[*QUEUE_KEY, "last_seen"], how="left")
                 .join(restart_overlaps(episodes, superseded_ids(
                     members_df, rules.liveness_window_seconds)),

@@ -62,7 +62,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.columns import plus_seconds, sorted_set
-from jobs.rules.episodes import minutes_between
+from jobs.rules.episodes import minutes_between, next_snapshots, with_previous_snapshot
 from jobs.rules.master_down import master_down_episodes
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.severity import severity
@@ -103,19 +103,19 @@ def stuck_snapshots(queue_state_df: DataFrame, max_gap_seconds: int,
     Only episodes of two snapshots or more, unless ``single_snapshots`` (an episode of one
     snapshot lasts 0 minutes: only a stuck_min_duration of 0 keeps it). Those are found from the
     snapshots whose committed offset did not move since the previous one (``consumer_offset_delta``
-    = 0, a tiny share of a busy day) and that previous snapshot, joined by ``prev_ts``: ordering
+    = 0, a tiny share of a busy day) and that previous snapshot (``with_previous_snapshot``): ordering
     every lagging row of the day with its arrays was most of the stuck detector on Sail (an M day:
     13.5 s against 2.6 s, issue #19). A ``prev_ts`` that names no row of ``queue_state_df`` (the
     previous day's) continues nothing, as a window over the frame would have it."""
     lagging = F.coalesce((F.col("lag") > 0) & (F.col("queue_id") >= 0), F.lit(False))
     near = (F.unix_millis("ts") - F.unix_millis("prev_ts")) <= F.lit(max_gap_seconds * 1000)
-    unmoved = queue_state_df.where(lagging & (F.col("consumer_offset_delta") == 0) & near)
-    previous = queue_state_df.where(lagging).select(
-        *QUEUE_KEY, F.col("ts").alias("prev_ts"), F.col("consumer_offset").alias("_prev_offset"))
-    # the few unmoved rows first: the engine builds its hash table from the left input
-    continuing = (unmoved.select(*QUEUE_KEY, "ts", "prev_ts", "consumer_offset")
-                  .join(previous, on=[*QUEUE_KEY, "prev_ts"], how="inner")
-                  .where(F.col("consumer_offset") == F.col("_prev_offset")))
+    unmoved = lagging & (F.col("consumer_offset_delta") == 0) & near
+    continuing = (with_previous_snapshot(queue_state_df.withColumn("is_lagging", lagging),
+                                         QUEUE_KEY, unmoved,
+                                         carry=("is_lagging", "consumer_offset"))
+                  .where(F.col("_prev_is_lagging")
+                         & (F.col("consumer_offset") == F.col("_prev_consumer_offset")))
+                  .select(*QUEUE_KEY, "ts", "prev_ts"))
     rows = (continuing.select(*QUEUE_KEY, "ts", F.lit(1).alias("_continues"))
             .unionByName(continuing.select(*QUEUE_KEY, F.col("prev_ts").alias("ts"),
                                            F.lit(0).alias("_continues")))
@@ -168,9 +168,8 @@ def stuck_episodes(snapshots_df: DataFrame, queue_state_df: DataFrame,
         .alias("_claimed_by"),
         F.max("date").alias("date"),
     )
-    following = queue_state_df.select(*QUEUE_KEY, F.col("prev_ts").alias("last_seen"),
-                                      F.col("ts").alias("_next_ts"),
-                                      F.col("consumer_offset").alias("_next_offset"))
+    following = next_snapshots(queue_state_df, QUEUE_KEY, "last_seen",
+                               {"ts": "_next_ts", "consumer_offset": "_next_offset"})
     minutes = minutes_between(F.col("stuck_since"), F.col("last_seen"))
     return (episodes.withColumn("stuck_minutes", minutes)
             .where(F.col("stuck_minutes") * 60 >= rules.stuck_min_duration_seconds)

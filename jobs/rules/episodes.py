@@ -56,6 +56,15 @@ def with_previous_snapshot(df: DataFrame, keys: list[str], candidate: Column,
     return flagged.join(previous, on=[*keys, "prev_ts"], how="left")
 
 
+def next_snapshots(df: DataFrame, keys: list[str], at: str, columns: dict[str, str]) -> DataFrame:
+    """``keys``, ``at`` and ``columns`` (name → alias) of every row of ``df``, keyed by the
+    snapshot before it (``prev_ts``, named ``at``): joined on ``at`` (left), a row of the same key
+    finds the snapshot that follows it in ``df`` — none after the last, as ``lead`` over ``df``
+    gives it, without a window over every row."""
+    return df.select(*keys, F.col("prev_ts").alias(at),
+                     *[F.col(c).alias(alias) for c, alias in columns.items()])
+
+
 def number_episodes(df: DataFrame, keys: list[str], flag: Column, prev_flag: Column,
                     max_gap_seconds: int) -> DataFrame:
     """The rows of ``with_previous_snapshot``'s output where ``flag`` holds, with ``_episode``

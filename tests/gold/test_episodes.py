@@ -2,10 +2,10 @@
 
 import datetime as dt
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.rules.episodes import interval_start, number_episodes, with_episode_id, with_previous_snapshot
+from tests.rules.frames import with_prev_ts
 
 T0 = dt.datetime(2025, 11, 21, 0, 0, 0)
 SCHEMA = "q string, ts timestamp, candidate boolean, refined boolean, payload string"
@@ -13,14 +13,6 @@ SCHEMA = "q string, ts timestamp, candidate boolean, refined boolean, payload st
 
 def _at(seconds: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=seconds)
-
-
-def _with_prev_ts(df):
-    """``prev_ts`` as silver computes it over the day and its look-back: the key's snapshot
-    before, for the day's first one a snapshot of the previous day, which the frame (one day, as
-    gold reads it) does not hold."""
-    before = F.lag("ts").over(Window.partitionBy("q").orderBy("ts"))
-    return df.withColumn("prev_ts", F.coalesce(before, F.col("ts") - F.expr("INTERVAL 1 DAY")))
 
 
 ROWS = [
@@ -38,7 +30,7 @@ ROWS = [
 
 
 def test_flagged_rows_get_the_episode_numbers_of_the_full_window(spark):
-    df = _with_prev_ts(spark.createDataFrame(ROWS, SCHEMA))
+    df = with_prev_ts(spark.createDataFrame(ROWS, SCHEMA), ["q"], previous_day=True)
     candidates = with_previous_snapshot(df, ["q"], F.col("candidate"))
     previous = df.select("q", F.col("ts").alias("_prev_ts"), F.col("refined").alias("_prev_refined"))
     got = number_episodes(candidates.join(previous, on=["q", "_prev_ts"], how="left"), ["q"],
@@ -59,7 +51,8 @@ def test_an_episode_starts_at_the_snapshot_before_its_first_flagged_one(spark):
     """``interval_start``: the first row of each episode gets the previous snapshot's value when
     that snapshot is within the gap (q1 'd' after 'c' at 120 s), else its own (q1 'a' has none;
     q1 'f' comes 301 s after 'e'); null on the other rows."""
-    df = _with_prev_ts(spark.createDataFrame(ROWS, SCHEMA)).withColumn("n", F.unix_timestamp("ts"))
+    df = (with_prev_ts(spark.createDataFrame(ROWS, SCHEMA), ["q"], previous_day=True)
+          .withColumn("n", F.unix_timestamp("ts")))
     flag = F.coalesce(F.col("candidate") & F.col("refined"), F.lit(False))
     candidates = with_previous_snapshot(df, ["q"], flag, carry=("n",))
     got = number_episodes(candidates, ["q"], flag, F.col("_prev_candidate"), 300).select(

@@ -3,10 +3,10 @@ of every snapshot compared one by one (``states_of_snapshots(topic_snapshots(...
 
 import datetime as dt
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs.gold.strategy_whatif import states_of_snapshots, topic_snapshots, topic_states
+from tests.rules.frames import with_prev_ts
 
 DAY = dt.date(2025, 11, 21)
 T = [dt.datetime(2025, 11, 21, 10, 0, 0) + dt.timedelta(minutes=k) for k in range(13)]
@@ -28,11 +28,8 @@ def _offsets(spark):
     rows += [("c1", "g", "tb", "b", 0, T[k], DAY) for k in range(13)]
     rows += [("c1", "g", "ta", "b", -1, T[k], DAY) for k in range(13)]
     rows += [("c1", "g2", "ta", "b", q, T[k], DAY) for k, q in ((0, 0), (0, 1), (1, 0), (1, 0))]
-    # prev_ts as silver has it over the day and its look-back: each queue's first snapshot here
-    # follows one of the previous day, which the frame (the day) does not hold
-    queue = Window.partitionBy("cluster", "group", "topic", "broker_name", "queue_id").orderBy("ts")
-    return spark.createDataFrame(rows, OFFSETS).withColumn("prev_ts", F.coalesce(
-        F.lag("ts").over(queue), F.col("ts") - F.expr("INTERVAL 1 DAY")))
+    # each queue's first snapshot here follows one of the previous day, which the frame lacks
+    return with_prev_ts(spark.createDataFrame(rows, OFFSETS), previous_day=True)
 
 
 def _members(spark):

@@ -34,15 +34,21 @@ def snapshots(queue_id, minutes, *, advance=10, client_ip=None, lag=50, group="g
     return rows
 
 
-def with_prev_ts(df):
-    """A hand-built silver.queue_offsets or queue_state frame with ``prev_ts``, the queue's
-    snapshot before, as silver.queue_offsets computes it (the frame's rows are all of the
-    queue's snapshots)."""
+QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
+
+
+def with_prev_ts(df, keys=QUEUE_KEY, previous_day=False):
+    """A hand-built silver.queue_offsets or queue_state frame with ``prev_ts``, the key's
+    snapshot before, as silver.queue_offsets computes it. ``previous_day``: each key's first row
+    follows a snapshot of the previous day, as silver has it over the day and its look-back,
+    which the frame (one day, as gold reads it) does not hold; else its ``prev_ts`` is null."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = Window.partitionBy("cluster", "group", "topic", "broker_name", "queue_id").orderBy("ts")
-    return df.withColumn("prev_ts", F.lag("ts").over(order))
+    before = F.lag("ts").over(Window.partitionBy(*keys).orderBy("ts"))
+    if previous_day:
+        before = F.coalesce(before, F.col("ts") - F.expr("INTERVAL 1 DAY"))
+    return df.withColumn("prev_ts", before)
 
 
 def claim(client_id, queue_id, source, start, end=None, group="g"):
