@@ -137,89 +137,132 @@ def assignment_observations(log_events_df: DataFrame, running_info_df: DataFrame
     return logged.unionByName(reported)
 
 
-def assignment_rounds(rounds_df: DataFrame, observations_df: DataFrame) -> DataFrame:
-    """Per (group, topic, round): ``assignment`` (sorted ``struct<client_id, queues>`` of every
-    member present in the round, from its newest observation at or before it) and ``complete``
-    (every member has been observed).
+def newest_observations(evaluations_df: DataFrame, observations_df: DataFrame) -> DataFrame:
+    """``evaluations_df`` (``cluster, group, topic, client_id, ts`` and any other columns) with
+    ``_seen_ts``: the time of the client's newest observation of the topic at or before ``ts``
+    (null when it has none yet).
 
-    The window that finds each member's newest observation carries only its time (unique per
-    client and topic, ``assignment_observations``); the queues are joined back after: a window
-    over every observation's queue array cost twice as much on Sail."""
-    obs_key = CLIENT_TOPIC_KEY
-    topics = observations_df.select(*TOPIC_KEY).distinct()
-    evaluations = (rounds_df.select(*GROUP_KEY, "ts", F.explode("ids").alias("client_id"))
-                   .join(topics, on=GROUP_KEY, how="inner")
-                   .select(*obs_key, "ts", F.lit(1).alias("_kind"),
-                           F.lit(None).cast("timestamp").alias("_seen_ts")))
-    observed = observations_df.select(*obs_key, "ts", F.lit(0).alias("_kind"),
-                                      F.col("ts").alias("_seen_ts"))
-    upto = (Window.partitionBy(*obs_key).orderBy("ts", "_kind")
+    The window carries only the observation's time (unique per client and topic,
+    ``assignment_observations``); its queues are joined after: a window over every
+    observation's queue array cost twice as much on Sail."""
+    carried = [f for f in evaluations_df.schema.fields if f.name not in (*CLIENT_TOPIC_KEY, "ts")]
+    observed = observations_df.select(
+        *CLIENT_TOPIC_KEY, "ts", *[F.lit(None).cast(f.dataType).alias(f.name) for f in carried],
+        F.lit(0).alias("_kind"), F.col("ts").alias("_seen_ts"))
+    evaluations = evaluations_df.select(
+        *CLIENT_TOPIC_KEY, "ts", *[f.name for f in carried],
+        F.lit(1).alias("_kind"), F.lit(None).cast("timestamp").alias("_seen_ts"))
+    upto = (Window.partitionBy(*CLIENT_TOPIC_KEY).orderBy("ts", "_kind")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    latest = (observed.unionByName(evaluations)
-              .withColumn("_seen_ts", F.last("_seen_ts", ignorenulls=True).over(upto))
-              .where(F.col("_kind") == 1))
-    queues_type = observations_df.schema["queues"].dataType
-    queues = observations_df.select(*obs_key, F.col("ts").alias("_seen_ts"),
-                                    F.col("queues").alias("_latest"))
-    return (latest.join(queues, on=[*obs_key, "_seen_ts"], how="left")
+    return (observed.unionByName(evaluations)
+            .withColumn("_seen_ts", F.last("_seen_ts", ignorenulls=True).over(upto))
+            .where(F.col("_kind") == 1)
+            .drop("_kind"))
+
+
+def assignment_fingerprints(rounds_df: DataFrame, observations_df: DataFrame) -> DataFrame:
+    """Per (group, topic, round): ``_complete`` (every member present in the round has been
+    observed) and ``_fingerprint``, which differs between two rounds whose assignments differ —
+    the assignment being each member's set from its newest observation at or before the round.
+    Why not the assignment itself: the day's rounds are compared with the round before, nearly
+    all repeat it, and building and comparing every round's array of sets was the largest step
+    of gold on an M day (benchmarks/RESULTS.md, issue #19).
+
+    The fingerprint XORs one 64-bit hash per member, of its id and its set (an unobserved
+    member: the empty set), so the order of members does not matter and a member's new set, a
+    new member or a member gone changes it. Two different assignments of one fingerprint go
+    unnoticed with a chance of 2^-64 per pair of rounds."""
+    topics = observations_df.select(*TOPIC_KEY).distinct()
+    members = (rounds_df.select(*GROUP_KEY, "ts", F.explode("ids").alias("client_id"))
+               .join(topics, on=GROUP_KEY, how="inner"))
+    no_queues = F.array().cast(observations_df.schema["queues"].dataType)
+    hashed = observations_df.select(*CLIENT_TOPIC_KEY, F.col("ts").alias("_seen_ts"),
+                                    F.xxhash64("client_id", F.coalesce("queues", no_queues))
+                                    .alias("_hash"))
+    return (newest_observations(members, observations_df)
+            .join(hashed, on=[*CLIENT_TOPIC_KEY, "_seen_ts"], how="left")
             .groupBy(*TOPIC_KEY, "ts").agg(
-                F.array_sort(F.collect_list(F.struct(
-                    "client_id", F.coalesce("_latest", F.array().cast(queues_type))
-                    .alias("queues")))).alias("assignment"),
+                F.bit_xor(F.coalesce("_hash", F.xxhash64("client_id", no_queues)))
+                .alias("_fingerprint"),
                 F.min(F.col("_seen_ts").isNotNull().cast("int")).alias("_complete")))
 
 
-def _owners_by_queue(df: DataFrame, keys: list[str], assignment: str) -> DataFrame:
-    """``keys`` + ``broker_name, queue_id, owners`` (owning ids joined, sorted) of an assignment."""
-    return (df.select(*keys, F.explode(assignment).alias("_a"))
-            .select(*keys, F.col("_a.client_id").alias("client_id"),
-                    F.explode("_a.queues").alias("_q"))
-            .groupBy(*keys, F.col("_q.broker_name").alias("broker_name"),
-                     F.col("_q.queue_id").alias("queue_id"))
-            .agg(F.array_join(F.array_sort(F.collect_list("client_id")), ",").alias("owners")))
+RUN_KEY = [*TOPIC_KEY, "_episode"]
+
+
+def queues_moved(runs_df: DataFrame, observations_df: DataFrame) -> DataFrame:
+    """``RUN_KEY`` + ``queues_moved``: the queues whose set of owning ids differs between a run's
+    end rounds — ``before_ids`` at ``before_ts`` and ``after_ids`` at ``after_ts``, each member
+    owning its newest observation's set (none when it has no observation yet). Runs that move
+    nothing have no row."""
+    # both ends from one reference to the runs, picked by a side number: an array of the two
+    # ends as structs crashes Sail 0.7.2 (test_sail_gap_an_array_of_an_aggregates_structs_...)
+    ends = runs_df.select(*RUN_KEY, "before_ts", "after_ts", "before_ids", "after_ids",
+                          F.explode(F.array(F.lit(0), F.lit(1))).alias("side"))
+    before = F.col("side") == 0
+    members = ends.select(*RUN_KEY, "side",
+                          F.when(before, F.col("before_ts")).otherwise(F.col("after_ts"))
+                          .alias("ts"),
+                          F.explode(F.when(before, F.col("before_ids"))
+                                    .otherwise(F.col("after_ids"))).alias("client_id"))
+    # only the observations of the runs' topics: a quiet day has none to look through
+    observed = observations_df.join(F.broadcast(runs_df.select(*TOPIC_KEY).distinct()),
+                                    on=TOPIC_KEY, how="left_semi")
+    queues = observed.select(*CLIENT_TOPIC_KEY, F.col("ts").alias("_seen_ts"), "queues")
+    side_owners = lambda side: F.array_join(F.array_sort(F.collect_list(  # noqa: E731
+        F.when(F.col("side") == side, F.col("client_id")))), ",")
+    return (newest_observations(members, observed)
+            .join(queues, on=[*CLIENT_TOPIC_KEY, "_seen_ts"], how="inner")
+            .select(*RUN_KEY, "side", "client_id", F.explode("queues").alias("_q"))
+            .groupBy(*RUN_KEY, F.col("_q.broker_name"), F.col("_q.queue_id"))
+            .agg(side_owners(0).alias("_before"), side_owners(1).alias("_after"))
+            .where(F.col("_before") != F.col("_after"))
+            .groupBy(*RUN_KEY).agg(F.count(F.lit(1)).alias("queues_moved")))
 
 
 # --- ownership-changing rebalances --------------------------------------------------------------
 
-def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
-                      observations_df: DataFrame, rules: RebalanceRules,
+def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: RebalanceRules,
                       stage: Stage = no_staging) -> DataFrame:
     """One row per (group, topic, run of changed rounds) that moved ≥ 1 queue.
 
-    ``stage`` stores the runs, which four parts read: each read recomputed the lag windows
-    over every round's assignment. Who left or joined is worked out on the changed rounds
-    only (a few of the day's rounds), which are numbered into runs among themselves."""
+    A round changed when its ``assignment_fingerprints`` or its ``cid_all`` differs from the
+    topic's complete round before. Only the changed rounds (a few of the day's) get the member
+    arrays of their round and the one before, and are numbered into runs among themselves; only
+    each run's two end rounds get their members' sets (``queues_moved``). ``stage`` stores the
+    runs, which three parts read."""
     order = Window.partitionBy(*TOPIC_KEY).orderBy("ts")
-    state = (assignments_df.where(F.col("_complete") == 1)
-             .join(rounds_df, on=[*GROUP_KEY, "ts"], how="inner")
+    cid_hash = rounds_df.select(*GROUP_KEY, "ts", F.xxhash64("cid_all").alias("_cid_hash"))
+    state = (assignment_fingerprints(rounds_df, observations_df)
+             .where(F.col("_complete") == 1)
+             .join(cid_hash, on=[*GROUP_KEY, "ts"], how="inner")
              .withColumn("prev_ts", F.lag("ts").over(order))
-             .withColumn("prev_assignment", F.lag("assignment").over(order))
-             .withColumn("prev_cid_all", F.lag("cid_all").over(order))
-             .withColumn("prev_ids", F.lag("ids").over(order))
-             .withColumn("prev_stale", F.lag("stale_ids").over(order))
-             .withColumn("prev_subs", F.lag("subs").over(order)))
-    left = F.array_except(F.coalesce("prev_ids", _empty_ids()), F.col("ids"))
-    joined = (F.size(F.array_except(F.col("ids"), F.coalesce("prev_ids", _empty_ids()))) > 0) | (
-        F.size("cid_all") > F.size(F.coalesce("prev_cid_all", F.col("cid_all"))))
-    sub_changed = changed_topics(F.col("subs"), F.coalesce("prev_subs", F.col("subs")))
-    # arrays compared as they are (both engines: element by element, nested nulls equal), not
-    # as JSON texts of every round's assignment (tests/gold/test_array_equality.py)
-    changed = F.col("prev_assignment").isNotNull() & (
-        (F.col("assignment") != F.col("prev_assignment"))
-        | (F.col("cid_all") != F.col("prev_cid_all")))
-    flagged = (number_flagged_rows(state.where(F.coalesce(changed, F.lit(False))), TOPIC_KEY,
-                                   rules.max_snapshot_gap_seconds)
+             .withColumn("_changed", F.lag("_fingerprint").over(order) != F.col("_fingerprint"))
+             .withColumn("_cid_changed", F.lag("_cid_hash").over(order) != F.col("_cid_hash")))
+    round_arrays = rounds_df.select(*GROUP_KEY, "ts", "cid_all", "ids", "stale_ids", "subs")
+    previous = round_arrays.select(*GROUP_KEY, F.col("ts").alias("prev_ts"),
+                                   *[F.col(c).alias(f"prev_{c}")
+                                     for c in ("cid_all", "ids", "stale_ids", "subs")])
+    changed = (state.where(F.col("prev_ts").isNotNull()
+                           & (F.col("_changed") | F.col("_cid_changed")))
+               .select(*TOPIC_KEY, "ts", "prev_ts")
+               .join(round_arrays, on=[*GROUP_KEY, "ts"], how="inner")
+               .join(previous, on=[*GROUP_KEY, "prev_ts"], how="inner"))
+    left = F.array_except(F.col("prev_ids"), F.col("ids"))
+    joined = ((F.size(F.array_except(F.col("ids"), F.col("prev_ids"))) > 0)
+              | (F.size("cid_all") > F.size("prev_cid_all")))
+    sub_changed = changed_topics(F.col("subs"), F.col("prev_subs"))
+    flagged = (number_flagged_rows(changed, TOPIC_KEY, rules.max_snapshot_gap_seconds)
                .withColumn("_left", left)
-               .withColumn("_expired", F.size(F.array_intersect(
-                   left, F.coalesce("prev_stale", _empty_ids()))) > 0)
+               .withColumn("_expired", F.size(F.array_intersect(left, F.col("prev_stale_ids"))) > 0)
                .withColumn("_joined", F.coalesce(joined, F.lit(False)))
                .withColumn("_sub_changed", F.coalesce(sub_changed, F.lit(False))))
-    runs = stage(flagged.groupBy(*TOPIC_KEY, "_episode").agg(
+    runs = stage(flagged.groupBy(*RUN_KEY).agg(
         F.min("ts").alias("first_changed"),
         F.max("ts").alias("after_ts"),
         F.min_by("prev_ts", "ts").alias("before_ts"),
-        F.min_by("prev_assignment", "ts").alias("before"),
-        F.max_by("assignment", "ts").alias("after"),
+        F.min_by("prev_ids", "ts").alias("before_ids"),
+        F.max_by("ids", "ts").alias("after_ids"),
         F.size(F.min_by("prev_cid_all", "ts")).alias("clients_before"),
         F.size(F.max_by("cid_all", "ts")).alias("clients_after"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left")))).alias("left_ids"),
@@ -227,20 +270,15 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
         F.max(F.col("_joined").cast("int")).alias("_joined"),
         F.max(F.col("_sub_changed").cast("int")).alias("_sub_changed")),
         "gold.rebalance_events.runs")
-    run_key = [*TOPIC_KEY, "_episode"]
-    before = _owners_by_queue(runs, run_key, "before").withColumnRenamed("owners", "_b")
-    after = _owners_by_queue(runs, run_key, "after").withColumnRenamed("owners", "_a")
-    moved = (before.join(after, on=[*run_key, "broker_name", "queue_id"], how="full")
-             .where(~F.coalesce("_b", F.lit("")).eqNullSafe(F.coalesce("_a", F.lit(""))))
-             .groupBy(*run_key).agg(F.count(F.lit(1)).alias("queues_moved")))
+    moved = queues_moved(runs, observations_df)
     by_client = Window.partitionBy(*TOPIC_KEY, "client_id").orderBy("ts")
     logged = (observations_df.where(F.col("mq_all_size").isNotNull())
               .withColumn("_route", F.lag("mq_all_size").over(by_client) != F.col("mq_all_size"))
               .select(*TOPIC_KEY, F.col("ts").alias("_log_ts"), "_route"))
-    timing = (runs.select(*run_key, "before_ts", "after_ts")
+    timing = (runs.select(*RUN_KEY, "before_ts", "after_ts")
               .join(logged, on=TOPIC_KEY, how="inner")
               .where((F.col("_log_ts") > F.col("before_ts")) & (F.col("_log_ts") <= F.col("after_ts")))
-              .groupBy(*run_key).agg(F.min("_log_ts").alias("_first_log"),
+              .groupBy(*RUN_KEY).agg(F.min("_log_ts").alias("_first_log"),
                                      F.max(F.coalesce(F.col("_route"), F.lit(False)).cast("int"))
                                      .alias("_route")))
     trigger = (F.when(F.col("_expired") == 1, F.lit("CLIENT_EXPIRED"))
@@ -249,8 +287,8 @@ def ownership_changes(rounds_df: DataFrame, assignments_df: DataFrame,
                .when(F.col("_sub_changed") == 1, F.lit("SUBSCRIPTION_CHANGED"))
                .when(F.coalesce(F.col("_route"), F.lit(0)) == 1, F.lit("ROUTE_CHANGED"))
                .otherwise(F.lit("FLAPPING")))
-    return (runs.join(moved, on=run_key, how="inner")
-            .join(timing, on=run_key, how="left")
+    return (runs.join(moved, on=RUN_KEY, how="inner")
+            .join(timing, on=RUN_KEY, how="left")
             .withColumn("trigger", trigger)
             .withColumn("ts", F.coalesce("_first_log", "first_changed"))
             .withColumn("evidence", F.concat(
@@ -367,8 +405,7 @@ def build_rebalance_events(members_df: DataFrame, connections_df: DataFrame,
                    "gold.rebalance_events.rounds")
     observations = stage(assignment_observations(log_events_df, running_info_df, connections_df),
                          "gold.rebalance_events.observations")
-    assignments = assignment_rounds(rounds, observations)
-    changes = ownership_changes(rounds, assignments, observations, rules, stage)
+    changes = ownership_changes(rounds, observations, rules, stage)
     days = members_df.select("date").distinct()
     events = (changes.unionByName(subscription_flapping(connections_df, rules))
               .join(days, on="date", how="inner"))
