@@ -254,7 +254,8 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
     sub_changed = changed_topics(F.col("subs"), F.col("prev_subs"))
     flagged = (number_flagged_rows(changed, TOPIC_KEY, rules.max_snapshot_gap_seconds)
                .withColumn("_left", left)
-               .withColumn("_expired", F.size(F.array_intersect(left, F.col("prev_stale_ids"))) > 0)
+               .withColumn("_expired", F.size(F.array_intersect(
+                   left, F.coalesce("prev_stale_ids", _empty_ids()))) > 0)
                .withColumn("_joined", F.coalesce(joined, F.lit(False)))
                .withColumn("_sub_changed", F.coalesce(sub_changed, F.lit(False))))
     runs = stage(flagged.groupBy(*RUN_KEY).agg(
