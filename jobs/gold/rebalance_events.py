@@ -51,6 +51,7 @@ GROUP_KEY = ["cluster", "group"]
 TOPIC_KEY = ["cluster", "group", "topic"]
 CLIENT_TOPIC_KEY = [*TOPIC_KEY, "client_id"]
 OBSERVATION_KEY = [*CLIENT_TOPIC_KEY, "ts"]
+RUN_KEY = [*TOPIC_KEY, "_episode"]  # a run of consecutive changed rounds (ownership_changes)
 
 
 def _empty_ids() -> Column:
@@ -185,9 +186,6 @@ def assignment_fingerprints(rounds_df: DataFrame, observations_df: DataFrame) ->
                 F.bit_xor(F.coalesce("_hash", F.xxhash64("client_id", no_queues)))
                 .alias("_fingerprint"),
                 F.min(F.col("_seen_ts").isNotNull().cast("int")).alias("_complete")))
-
-
-RUN_KEY = [*TOPIC_KEY, "_episode"]
 
 
 def queues_moved(runs_df: DataFrame, observations_df: DataFrame) -> DataFrame:

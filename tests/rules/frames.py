@@ -2,6 +2,8 @@
 
 import datetime as dt
 
+from jobs.rules.claims import QUEUE_KEY
+
 T0 = dt.datetime(2025, 11, 21, 10, 0, 0)
 DAY = T0.date()
 
@@ -32,9 +34,6 @@ def snapshots(queue_id, minutes, *, advance=10, client_ip=None, lag=50, group="g
                      None if client_ip in (None, "N/A") else client_ip,
                      None if client_ip is None else client_ip == "N/A", False, DAY))
     return rows
-
-
-QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 
 
 def with_prev_ts(df, keys=QUEUE_KEY, previous_day=False):
