@@ -54,7 +54,7 @@ ORDER BY CASE status WHEN 'CRITICAL' THEN 0 ELSE 1 END, max_lag DESC;
 
 -- name: duplicate_client_ids
 -- question: Which client ids run on more than one process (two JVMs with the same instanceName)?
-SELECT `group`, client_id, max(processes) AS processes, min(ts) AS first_seen, max(ts) AS last_seen,
+SELECT `group`, client_id, max(running_processes) AS processes, min(ts) AS first_seen, max(ts) AS last_seen,
        count(*) AS snapshots
 FROM silver.group_members
 WHERE is_duplicate_id

@@ -170,7 +170,8 @@ def group_silver_frames(bronze: dict[str, DataFrame], settings: Settings,
     ownership_logs = without_skewed_hosts(bronze["client_log_events"], skew)
     return {
         "queue_offsets": build_queue_offsets(bronze["offsets"], stage),
-        "group_members": build_group_members(bronze["connections"]),
+        "group_members": build_group_members(bronze["connections"],
+                                             settings.detection.channel_expiry_seconds),
         "client_subscriptions": build_client_subscriptions(bronze["connections"],
                                                            bronze["running_info"]),
         "client_config": build_client_config(bronze["running_info"]),

@@ -104,6 +104,8 @@ class DetectionSettings(_Section):
     pull_threshold_for_queue: int = Field(1000, ge=1)
     pull_threshold_size_for_queue_mib: int = Field(100, ge=1)
     heartbeat_interval_seconds: int = Field(30, ge=1)
+    # the broker's channelExpiredTimeout (facts §4): how long it lists a dead client's channel
+    channel_expiry_seconds: int = Field(120, ge=1)
     running_info_round_seconds: int = Field(30, ge=1)
     # DESIGN.md §5.3: after a broker group's master returns, its stale offset table wins for a
     # while; a committed offset that goes back on its queues within this window is accepted.

@@ -34,7 +34,8 @@ COMMON: dict[str, str] = {
     "is_retry_topic": "topic is the group retry topic %RETRY%",
     "broker_offset_delta": "broker_offset change since the previous snapshot",
     "consumer_offset_delta": "consumer_offset change since the previous snapshot",
-    "processes": "distinct processes (channels) behind the client id",
+    "processes": "channels listed behind the client id in one broker view (cidAll entries)",
+    "running_processes": "of those, the processes shown to run at once (docs/rules.md)",
     "strategy": "allocation strategy name (AllocateMessageQueueStrategy.getName)",
     "subscriptions": "subscription data: topic, sub_string (tag expression), type, tags, version",
     "source": "where the fact comes from",
@@ -123,7 +124,7 @@ TABLES: dict[str, dict[str, str]] = {
     },
     "silver.group_members": {
         "_table": "per group x snapshot x client id (connections)",
-        "is_duplicate_id": "the client id runs on 2 or more processes",
+        "is_duplicate_id": "the client id runs on 2 or more processes at once",
         "client_addrs": "channel addresses of the id",
         "broker_names": "brokers that report the channel",
         "broker_addrs": "broker nodes (master, slaves) that report the channel",

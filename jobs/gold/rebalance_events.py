@@ -14,7 +14,9 @@ the snapshot before the run and its last snapshot; runs that move nothing are no
 
 ``trigger``, the first that holds (facts §2.1, §4):
 - ``CLIENT_EXPIRED``: an id left whose last connection record was already stale (no heartbeat
-  for over 2 × the heartbeat interval) — the broker dropped it by its 120 s channel scan;
+  for over 2 × the heartbeat interval) — the broker dropped it by its 120 s channel scan; or
+  an id kept fewer channels after one of them went silent (a restart that kept its id: the dead
+  process's channel expired);
 - ``CLIENT_LEFT``: an id left while still heartbeating — a clean shutdown unregistered it;
 - ``CLIENT_JOINED``: a new id, or another process behind an id;
 - ``SUBSCRIPTION_CHANGED``: a member present before and after changed its subscribed topics;
@@ -78,17 +80,21 @@ def member_rounds(members_df: DataFrame, connections_df: DataFrame,
                   heartbeat_interval_seconds: int) -> DataFrame:
     """One row per (group, connections round ``ts``): ``cid_all`` (one entry per process, sorted),
     ``ids``, ``stale_ids`` (no heartbeat for > 2 intervals: the channel is only waiting for the
-    broker's expiry scan, facts §4) and ``subs`` (``struct<client_id, topics>`` from each
-    member's own heartbeat)."""
+    broker's expiry scan, facts §4), ``stale_channel_ids`` (ids with such a channel: a restart
+    that kept its id leaves the dead process's channel listed beside the new one) and ``subs``
+    (``struct<client_id, topics>`` from each member's own heartbeat)."""
     per_member = (connections_df
                   .select(*GROUP_KEY, "ts", "client_id", "last_update_timestamp",
                           heartbeat_topics(F.col("subscriptions")).alias("_topics"))
                   .groupBy(*GROUP_KEY, "ts", "client_id")
                   .agg(F.max("last_update_timestamp").alias("_lu"),
+                       F.min("last_update_timestamp").alias("_lu_min"),
                        # null (unknown) when no record of the round carries subscriptions
                        F.when(F.count("_topics") > 0, F.array_sort(F.array_distinct(
                            F.flatten(F.collect_list("_topics"))))).alias("topics")))
-    stale = (_ms(F.col("ts")) - F.col("_lu")) > F.lit(2 * heartbeat_interval_seconds * 1000)
+    silent = F.lit(2 * heartbeat_interval_seconds * 1000)
+    stale = (_ms(F.col("ts")) - F.col("_lu")) > silent
+    stale_channel = (_ms(F.col("ts")) - F.col("_lu_min")) > silent
     return (members_df.select(*GROUP_KEY, "ts", "client_id", "processes")
             .join(per_member, on=[*GROUP_KEY, "ts", "client_id"], how="left")
             .groupBy(*GROUP_KEY, "ts").agg(
@@ -97,6 +103,9 @@ def member_rounds(members_df: DataFrame, connections_df: DataFrame,
                 F.array_sort(F.collect_list("client_id")).alias("ids"),
                 F.array_sort(F.collect_list(F.when(F.coalesce(stale, F.lit(False)),
                                                    F.col("client_id")))).alias("stale_ids"),
+                F.array_sort(F.collect_list(F.when(F.coalesce(stale_channel, F.lit(False)),
+                                                   F.col("client_id"))))
+                .alias("stale_channel_ids"),
                 F.array_sort(F.collect_list(F.struct("client_id", "topics"))).alias("subs")))
 
 
@@ -237,10 +246,10 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
              .withColumn("prev_ts", F.lag("ts").over(order))
              .withColumn("_changed", F.lag("_fingerprint").over(order) != F.col("_fingerprint"))
              .withColumn("_cid_changed", F.lag("_cid_hash").over(order) != F.col("_cid_hash")))
-    round_arrays = rounds_df.select(*GROUP_KEY, "ts", "cid_all", "ids", "stale_ids", "subs")
+    arrays = ("cid_all", "ids", "stale_ids", "stale_channel_ids", "subs")
+    round_arrays = rounds_df.select(*GROUP_KEY, "ts", *arrays)
     previous = round_arrays.select(*GROUP_KEY, F.col("ts").alias("prev_ts"),
-                                   *[F.col(c).alias(f"prev_{c}")
-                                     for c in ("cid_all", "ids", "stale_ids", "subs")])
+                                   *[F.col(c).alias(f"prev_{c}") for c in arrays])
     changed = (state.where(F.col("prev_ts").isNotNull()
                            & (F.col("_changed") | F.col("_cid_changed")))
                .select(*TOPIC_KEY, "ts", "prev_ts")
@@ -250,10 +259,19 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
     joined = ((F.size(F.array_except(F.col("ids"), F.col("prev_ids"))) > 0)
               | (F.size("cid_all") > F.size("prev_cid_all")))
     sub_changed = changed_topics(F.col("subs"), F.col("prev_subs"))
+    # ids still here with fewer channels listed, one of which had gone silent: the broker
+    # expired a dead process's channel behind an id a restarted process kept
+    entries = lambda arr, cid: F.size(F.filter(arr, lambda x: x == cid))  # noqa: E731
+    expired_channels = F.filter(
+        F.coalesce("prev_stale_channel_ids", _empty_ids()),
+        lambda cid: F.array_contains("ids", cid)
+        & (entries(F.col("prev_cid_all"), cid) > entries(F.col("cid_all"), cid)))
     flagged = (number_flagged_rows(changed, TOPIC_KEY, rules.max_snapshot_gap_seconds)
                .withColumn("_left", left)
-               .withColumn("_expired", F.size(F.array_intersect(
+               .withColumn("_expired_channels", expired_channels)
+               .withColumn("_expired", (F.size(F.array_intersect(
                    left, F.coalesce("prev_stale_ids", _empty_ids()))) > 0)
+                   | (F.size("_expired_channels") > 0))
                .withColumn("_joined", F.coalesce(joined, F.lit(False)))
                .withColumn("_sub_changed", F.coalesce(sub_changed, F.lit(False))))
     runs = stage(flagged.groupBy(*RUN_KEY).agg(
@@ -265,6 +283,8 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
         F.size(F.min_by("prev_cid_all", "ts")).alias("clients_before"),
         F.size(F.max_by("cid_all", "ts")).alias("clients_after"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left")))).alias("left_ids"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("_expired_channels"))))
+        .alias("expired_channel_ids"),
         F.max(F.col("_expired").cast("int")).alias("_expired"),
         F.max(F.col("_joined").cast("int")).alias("_joined"),
         F.max(F.col("_sub_changed").cast("int")).alias("_sub_changed")),
@@ -296,6 +316,12 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
                     F.when(F.col("_expired") == 1,
                            F.lit(" stopped heartbeating and was expired by the broker; "))
                     .otherwise(F.lit(" unregistered (clean shutdown); "))))
+                .otherwise(F.lit("")),
+                F.when(F.size("expired_channel_ids") > 0, F.concat(
+                    F.lit("a dead process's channel behind "),
+                    F.array_join("expired_channel_ids", ", "),
+                    F.lit(" (a restart that kept its id) stopped heartbeating and was expired by "
+                          "the broker; ")))
                 .otherwise(F.lit("")),
                 F.col("clients_before").cast("string"), F.lit(" → "),
                 F.col("clients_after").cast("string"), F.lit(" clients; "),

@@ -16,7 +16,8 @@ from jobs.time_joins import join_recent
 def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
                          subscriptions_df: DataFrame, config_df: DataFrame,
                          liveness_window_seconds: int, max_snapshot_gap_seconds: int) -> DataFrame:
-    """One row per (group, snapshot ts, live client_id): ``processes``, ``topics`` (what its own
+    """One row per (group, snapshot ts, live client_id): ``processes`` (channels listed) and
+    ``running_processes`` (those that run at once, ``jobs.rules.liveness``), ``topics`` (what its own
     heartbeat/running info subscribed within the liveness window; null when unknown) and
     ``strategy`` (its latest running-info strategy within the snapshot gap; null when unknown)."""
     snaps = queue_offsets_df.select("cluster", "group", "ts").distinct()
@@ -35,4 +36,4 @@ def build_member_context(queue_offsets_df: DataFrame, members_df: DataFrame,
                 .agg(F.max_by("strategy", "_at").alias("strategy")))
     keys = ["cluster", "group", "ts", "client_id"]
     return (live.join(topics, on=keys, how="left").join(strategy, on=keys, how="left")
-            .select(*keys, "processes", "topics", "strategy", F.to_date("ts").alias("date")))
+            .select(*keys, "processes", "running_processes", "topics", "strategy", F.to_date("ts").alias("date")))

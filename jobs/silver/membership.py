@@ -11,19 +11,20 @@ from jobs.rules.liveness import processes_per_id
 MEMBER_KEY = ["cluster", "group", "ts", "client_id"]
 
 
-def build_group_members(connections_df: DataFrame) -> DataFrame:
+def build_group_members(connections_df: DataFrame, channel_expiry_seconds: int) -> DataFrame:
     """Bronze connections → one row per (group, snapshot, client_id).
 
-    ``processes``: ``jobs.rules.liveness.processes_per_id`` (per broker view, DESIGN.md §3.2).
-    ``cid_all`` entries per id = ``processes``, as the broker's ``getAllClientId()`` lists one
-    entry per channel.
+    ``processes`` and ``running_processes``: ``jobs.rules.liveness.processes_per_id`` (per
+    broker view, DESIGN.md §3.2). ``cid_all`` entries per id = ``processes``, as the broker's
+    ``getAllClientId()`` lists one entry per channel, a dead one too; ``is_duplicate_id`` when
+    two of them run at once (a restart that keeps its id is not a duplicate).
     """
     # from every copy of a channel: a collector's repeated record adds no distinct address to
     # the sets, and the details are maxima over the id's channels anyway, so copies that
     # disagree (one wrote null) give the largest value, whatever the row order. Keeping only
     # each channel's first copy (a window over its eight columns) was five sixths of this
     # table's time at M (1.2 s against 0.2 s for a fifth of the groups; benchmarks/RESULTS.md).
-    processes = processes_per_id(connections_df, MEMBER_KEY)
+    processes = processes_per_id(connections_df, MEMBER_KEY, channel_expiry_seconds)
     details = connections_df.groupBy(*MEMBER_KEY).agg(
         sorted_set("client_addr").alias("client_addrs"),
         sorted_set("broker_name").alias("broker_names"),
@@ -37,7 +38,8 @@ def build_group_members(connections_df: DataFrame) -> DataFrame:
     return details.join(processes, on=MEMBER_KEY, how="inner").select(
         *MEMBER_KEY,
         "processes",
-        (F.col("processes") > 1).alias("is_duplicate_id"),
+        "running_processes",
+        (F.col("running_processes") > 1).alias("is_duplicate_id"),
         "client_addrs",
         "broker_names",
         "broker_addrs",

@@ -147,8 +147,10 @@ def build_queue_state(queue_offsets_df: DataFrame, ownership_df: DataFrame,
     claimed = _with_claimants(snaps, stage(in_force, "silver.claims_in_force"), "claimed_by")
     claimed = _with_claimants(claimed, stage(claims_in_force(answered),
                                              "silver.answered_claims_in_force"), "answered_by")
-    live = live_per_snapshot(member_context_df.select("cluster", "group", "ts", "client_id",
-                                                      "processes"))
+    # a process owns what it pulls: a dead channel still listed behind a restarted id pulls
+    # nothing, so owners count the processes that run (``running_processes``), not the listing
+    live = live_per_snapshot(member_context_df.select(
+        "cluster", "group", "ts", "client_id", F.col("running_processes").alias("processes")))
     empty = F.array().cast("array<string>")
     claimed_by = F.coalesce("claimed_by", empty)
     by_claims = live_owners(claimed_by)

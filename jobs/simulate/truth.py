@@ -13,6 +13,7 @@ fault explains is listed under ``unexplained`` (the built-in scenarios have none
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from jobs.replay.reference import MessageQueue, allocate_all, sorted_cid_all
@@ -61,6 +62,7 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
     # broadcast and pop groups own no queue exclusively: no queue findings (DESIGN.md §5.1)
     no_ownership = {g.name for g in scenario.groups if g.kind in ("broadcast", "pop")}
     stale = _stale_listings(scenario, cluster, flow)
+    shown_owners = _ShownOwners(cluster, tr.connection_ts)
     for gq in flow.tracked:
         if flow.gq_keys[gq][0] in abandoned | no_ownership:
             continue
@@ -68,7 +70,8 @@ def build_truth(scenario: Scenario, cluster: Cluster, flow: Flow, clock: Clock, 
         episodes += [_from_previous_snapshot(e, ts, tr) for e in _runs(
             gq, ts, tr, "orphan",
             lambda k, gq=gq, advanced=advanced: not (seen[k] and tr.owners[gq][k]) and not advanced[k])]
-        episodes += _runs(gq, ts, tr, "double", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) >= 2)
+        episodes += _runs(gq, ts, tr, "double", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) >= 2
+                          and shown_owners(tr.owners[gq][k], ts[k]) >= 2)
         episodes += [Episode(e.kind, e.gq, e.first, e.last, tuple(stale[gq][e.first])) for e in _runs(
             gq, ts, tr, "stale", lambda k, gq=gq: seen[k] and len(tr.owners[gq][k]) < 2 and bool(stale[gq][k]))]
         episodes += _stuck_runs(gq, ts, tr)
@@ -95,6 +98,39 @@ def _observable_owners(ts: list[int], connection_ts: list[int]) -> list[bool]:
     only when their liveness can be read off the data (DESIGN.md §5) — not at the day's first
     snapshot, which comes before the day's first connections round."""
     return [any(t - LIVENESS_MS < c <= t for c in connection_ts) for t in ts]
+
+
+class _ShownOwners:
+    """How many owning processes the data shows at a snapshot. Processes sharing a client id
+    show as more than one only once their channels heartbeated while all were listed: at a
+    connections round after the round that first listed the latest of them (the dead channel
+    of a restart that kept its id never does; jobs.rules.liveness.processes_per_id). Before,
+    the id is one owner."""
+
+    def __init__(self, cluster: Cluster, connection_ts: list[int]):
+        self.cluster, self.rounds = cluster, sorted(connection_ts)
+        self._first: dict[int, int | None] = {}
+
+    def first_listed(self, proc: int) -> int | None:
+        if proc not in self._first:
+            p = self.cluster.processes[proc]
+            mine = [ch for ch in self.cluster.channels[p.group] if ch.process.idx == proc]
+            self._first[proc] = next((c for c in self.rounds if any(
+                ch.register_ms <= c and (ch.remove_ms is None or c < ch.remove_ms) for ch in mine)), None)
+        return self._first[proc]
+
+    def __call__(self, owners: list[int], t: int) -> int:
+        i = bisect.bisect_right(self.rounds, t)
+        latest = self.rounds[i - 1] if i and self.rounds[i - 1] > t - LIVENESS_MS else None
+        by_id: dict[str, list[int]] = {}
+        for proc in owners:
+            by_id.setdefault(self.cluster.processes[proc].client_id, []).append(proc)
+        shown = 0
+        for procs in by_id.values():
+            firsts = [self.first_listed(proc) for proc in procs]
+            both = latest is not None and all(f is not None and f < latest for f in firsts)
+            shown += len(procs) if len(procs) == 1 or both else 1
+        return shown
 
 
 def _live_in_data(cluster: Cluster, connection_ts: list[int], proc: int, t: int) -> bool:

@@ -1,7 +1,7 @@
 """rebalance_events compares each round's assignment and cidAll with the round before as arrays
 (``!=``), where it compared their JSON texts; so do the topic sets of a member's heartbeats
-(``jobs.rules.subscription.changed_topics``, the subscription flips) and the live id sets of a
-group (``membership_changes``). Both engines must read that comparison the same
+(``jobs.rules.subscription.changed_topics``, the subscription flips). Both engines must read
+that comparison the same
 way, and the way the JSON texts did: element by element and in order, a null field inside equal
 to a null field, a null array giving null."""
 

@@ -10,7 +10,7 @@ from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth, d
 
 WINDOW = ("09:50", "10:20")
 SCENARIOS = ["logs-only", "offsets-connections-only", "progress-na-loop", "running-info-3min",
-             "master-slave-channels", "crash-restart", "abandoned-group",
+             "master-slave-channels", "crash-restart", "crash-restart-same-id", "abandoned-group",
              "partial-subscriptions", "slow-message-na-loop"]
 
 
@@ -103,6 +103,28 @@ def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     rows = layers["gold"]["orphaned_queues"].collect()
     assert rows and {(r.root_cause, r.severity) for r in rows} == {("REBALANCE_GAP", "INFO")}
     assert layers["gold"]["double_owned_queues"].collect() == []
+
+
+@pytest.mark.heavy_day
+def test_a_restart_that_keeps_its_id_is_a_rebalance_gap_not_a_duplicate_client_id(real_day):
+    """No fault: a fixed instanceName keeps the id across a crash and restart. For about 100 s
+    the broker lists the dead process's channel beside the new one (cidAll has the id twice,
+    so one slot is orphaned), but only one of them heartbeats: a REBALANCE_GAP (INFO) and a
+    restart's two rebalances, never DUPLICATE_CLIENT_ID. Before, this day was a WARN."""
+    _, layers = real_day("crash-restart-same-id")
+    gold, silver = layers["gold"], layers["silver"]
+    listed_twice = silver["group_members"].where("processes > 1").collect()
+    assert listed_twice and {(r.running_processes, r.is_duplicate_id) for r in listed_twice} == {
+        (1, False)}
+    rows = gold["orphaned_queues"].collect()
+    assert rows and {(r.root_cause, r.severity) for r in rows} == {("REBALANCE_GAP", "INFO")}
+    assert gold["double_owned_queues"].collect() == []
+    (health,) = gold["group_health"].collect()
+    assert health.status == "OK"
+    assert not [f for f in health.findings if f.startswith(("WARN", "CRITICAL"))]
+    events = gold["rebalance_events"].where("topic = 'restart-audit'").orderBy("ts").collect()
+    assert [r.trigger for r in events] == ["CLIENT_JOINED", "CLIENT_EXPIRED"]
+    assert "a dead process's channel behind 10.0.16.12@audit-worker" in events[1].evidence
 
 
 @pytest.mark.heavy_day

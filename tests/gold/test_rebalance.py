@@ -314,7 +314,7 @@ RUNNING_OBSERVATIONS = ("cluster string, `group` string, client_id string, ts ti
                         "_source_file string, _line_no long")
 ROUNDS = "cluster string, `group` string, ts timestamp, ids array<string>"
 FULL_ROUNDS = ("cluster string, `group` string, ts timestamp, cid_all array<string>, "
-               "ids array<string>, stale_ids array<string>, "
+               "ids array<string>, stale_ids array<string>, stale_channel_ids array<string>, "
                "subs array<struct<client_id:string,topics:array<string>>>")
 
 
@@ -349,7 +349,8 @@ def test_an_overlapping_log_line_and_a_snapshot_of_the_same_millisecond_are_one_
     observations = assignment_observations(logs, running.unionByName(later), connections)
     members = ["c1", "c2"]
     rounds = spark.createDataFrame(
-        [("k", "g", ts, members, members, [], [(c, ["t"]) for c in members]) for ts in (T1, T2)],
+        [("k", "g", ts, members, members, [], [], [(c, ["t"]) for c in members])
+         for ts in (T1, T2)],
         FULL_ROUNDS)
     changes = ownership_changes(rounds, observations,
                                 RebalanceRules(max_snapshot_gap_seconds=300,
@@ -371,7 +372,7 @@ def _changes(spark, sets_at, round_times):
     observations = assignment_observations(logs, _running(spark, sets_at), connections)
     members = ["c1", "c2"]
     rounds = spark.createDataFrame(
-        [("k", "g", ts, members, members, [], [(c, ["t"]) for c in members])
+        [("k", "g", ts, members, members, [], [], [(c, ["t"]) for c in members])
          for ts in round_times], FULL_ROUNDS)
     return ownership_changes(rounds, observations, RebalanceRules(
         max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()

@@ -51,9 +51,10 @@ def assert_silver(spark, tables) -> None:
         "broker_offset_delta long, consumer_offset_delta long", E.QUEUE_OFFSETS)
     _assert_rows(
         spark, tables["group_members"],
-        ["group", "ts", "client_id", "processes", "is_duplicate_id", "client_addrs"],
-        "group string, ts timestamp, client_id string, processes int, is_duplicate_id boolean, "
-        "client_addrs array<string>", E.GROUP_MEMBERS)
+        ["group", "ts", "client_id", "processes", "running_processes", "is_duplicate_id",
+         "client_addrs"],
+        "group string, ts timestamp, client_id string, processes int, running_processes int, "
+        "is_duplicate_id boolean, client_addrs array<string>", E.GROUP_MEMBERS)
     _assert_rows(
         spark, tables["client_config"],
         ["group", "client_id", "ts", "strategy", "consume_concurrently_max_span",

@@ -69,9 +69,12 @@ QUEUE_OFFSETS = [
     ("GID_audit", "audit", "broker-b", 1, T2, 75, 20, 55, None, 15, 0),
 ]
 
-# group, ts, client_id, processes, is_duplicate_id, client_addrs
+# group, ts, client_id, processes, running_processes, is_duplicate_id, client_addrs
+# DUP's two channels carry broker heartbeat times: at T1 .17 last beat 5 s before and .18 20 s
+# before, so nothing yet shows .18 beating after .17 was first seen (a dead channel beside a
+# restart would look the same); at T2 both beat after 23:59:55, .17's first heartbeat: 2 running.
 GROUP_MEMBERS = [
-    (g, ts, cid, n, n > 1, addrs)
+    (g, ts, cid, n, 2 if n > 1 and ts == T2 else 1, n > 1 and ts == T2, addrs)
     for ts in (T1, T2)
     for g, cid, n, addrs in (
         ("GID_orders", C1, 1, ["10.0.0.11:50001"]),

@@ -15,7 +15,8 @@ OFFSETS_SCHEMA = ("cluster string, group string, topic string, broker_name strin
 OWNERSHIP_SCHEMA = ("cluster string, group string, client_id string, topic string, "
                     "broker_name string, queue_id int, source string, valid_from timestamp, "
                     "valid_until timestamp, date date")
-MEMBERS_SCHEMA = "cluster string, group string, ts timestamp, client_id string, processes int"
+MEMBERS_SCHEMA = ("cluster string, group string, ts timestamp, client_id string, processes int, "
+                  "running_processes int")
 
 
 def at(minute, second=0.0):
@@ -54,8 +55,11 @@ def claim(client_id, queue_id, source, start, end=None, group="g"):
     return ("c", group, client_id, "t", "b", queue_id, source, start, end, DAY)
 
 
-def connected(client_id, minutes, processes=1, group="g"):
-    return [("c", group, at(m, 5), client_id, processes) for m in minutes]
+def connected(client_id, minutes, processes=1, group="g", running=None):
+    """silver.group_members rows: ``processes`` channels listed, ``running`` of them (default:
+    all) run at once."""
+    running = processes if running is None else running
+    return [("c", group, at(m, 5), client_id, processes, running) for m in minutes]
 
 
 def queue_state_of(spark, offsets, claims, members, window=90, gap=300, round_seconds=30):

@@ -121,21 +121,23 @@ def test_a_client_ip_does_not_add_owners_to_a_claimed_queue(spark):
 
 def test_owners_are_the_live_members_silver_member_context_stored(spark):
     """Liveness is computed once (silver.member_context) and queue_state reads it rather than
-    the connection records: a claimant the stored context lists with 2 processes owns twice, and
-    one it does not list owns nothing, whatever group_members says."""
+    the connection records: a claimant the stored context lists with 2 running processes owns
+    twice, one listed twice but running once (a restart that kept its id: the dead channel pulls
+    nothing) owns once, and one it does not list owns nothing, whatever group_members says."""
     from jobs.silver.queue_state import build_queue_state
     from tests.rules.frames import MEMBERS_SCHEMA, OFFSETS_SCHEMA, OWNERSHIP_SCHEMA
 
-    offsets = spark.createDataFrame(snapshots(0, range(1, 4)), OFFSETS_SCHEMA)
+    offsets = spark.createDataFrame(snapshots(0, range(1, 5)), OFFSETS_SCHEMA)
     claims = spark.createDataFrame([claim("a@1", 0, "rebalance_log", at(0))], OWNERSHIP_SCHEMA)
-    members = spark.createDataFrame(connected("a@1", range(5)), MEMBERS_SCHEMA)
-    stored = spark.createDataFrame([("c", "g", at(1), "a@1", 1), ("c", "g", at(2), "a@1", 2)],
+    members = spark.createDataFrame(connected("a@1", range(6)), MEMBERS_SCHEMA)
+    stored = spark.createDataFrame([("c", "g", at(1), "a@1", 1, 1), ("c", "g", at(2), "a@1", 2, 2),
+                                    ("c", "g", at(4), "a@1", 2, 1)],
                                    "cluster string, group string, ts timestamp, "
-                                   "client_id string, processes int")
+                                   "client_id string, processes int, running_processes int")
     state = build_queue_state(offsets, claims, members, stored, WINDOW, GAP, ROUND)
     check(spark, state.select("queue_id", "ts", "owners", "owned_by_ip_only"),
           [(0, at(1), ["a@1"], False), (0, at(2), ["a@1", "a@1"], False),
-           (0, at(3), [], False)])
+           (0, at(3), [], False), (0, at(4), ["a@1"], False)])
 
 
 def test_each_live_claimant_owns_once_per_process_either_way_it_is_found(spark):
@@ -158,8 +160,9 @@ def test_each_live_claimant_owns_once_per_process_either_way_it_is_found(spark):
                5: [("a@1", None), ("b@2", 1)],
                6: [("a@1", 0), ("b@2", 1), ("d@4", 3)]}
     stored = spark.createDataFrame(
-        [("c", "g", at(m), c, p) for m, live in context.items() for c, p in live],
-        "cluster string, group string, ts timestamp, client_id string, processes int")
+        [("c", "g", at(m), c, p, p) for m, live in context.items() for c, p in live],
+        "cluster string, group string, ts timestamp, client_id string, processes int, "
+        "running_processes int")
     state = build_queue_state(offsets, claims, members, stored, WINDOW, GAP, ROUND)
     check(spark, state.select("queue_id", "ts", "owners", "owned_by_ip_only"),
           [(0, at(1), ["a@1", "b@2"], False), (0, at(2), ["a@1", "b@2"], False),
