@@ -66,8 +66,9 @@ def processes_per_id(channels_df: DataFrame, key: list[str],
     view = F.concat_ws("|", F.coalesce("broker_name", F.lit("")),
                        F.coalesce("broker_addr", F.lit("")))
     channel_day = ["cluster", "group", "client_id", "_view", "client_addr"]
-    channels = (channels_df.select(*key, view.alias("_view"), "client_addr",
-                                   F.col("last_update_timestamp").alias("_lu"))
+    # a collector that writes 0 for a timestamp it does not have gives no heartbeat time
+    beat = F.when(F.col("last_update_timestamp") > 0, F.col("last_update_timestamp"))
+    channels = (channels_df.select(*key, view.alias("_view"), "client_addr", beat.alias("_lu"))
                 .groupBy(*key, "_view", "client_addr").agg(F.max("_lu").alias("_lu")))
     firsts = channels.groupBy(*channel_day).agg(F.min("_lu").alias("_first_lu"),
                                                 F.min("ts").alias("_first_ts"))

@@ -145,6 +145,9 @@ def test_without_heartbeat_times_two_channels_run_once_listed_together_past_the_
     rows = [channel("d@1", addr, *MASTER, i, minute=m)
             for i, (m, addr) in enumerate([(0, a), (0, b), (2, a), (2, b), (3, a), (3, b)])]
     assert counts(spark, rows) == [(0, 2, 1, False), (2, 2, 1, False), (3, 2, 2, True)]
+    # a collector that writes 0 where it has no heartbeat time: the same
+    zeros = [(*r[:-1], 0) for r in rows]
+    assert counts(spark, zeros) == [(0, 2, 1, False), (2, 2, 1, False), (3, 2, 2, True)]
     # a broker configured with a longer channelExpiredTimeout keeps a dead channel longer
     longer = members_of(spark, rows, channel_expiry_seconds=300).collect()
     assert [r.running_processes for r in longer] == [1, 1, 1]
