@@ -318,10 +318,10 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
                     .otherwise(F.lit(" unregistered (clean shutdown); "))))
                 .otherwise(F.lit("")),
                 F.when(F.size("expired_channel_ids") > 0, F.concat(
-                    F.lit("a dead process's channel behind "),
+                    F.lit("a dead channel behind "),
                     F.array_join("expired_channel_ids", ", "),
-                    F.lit(" (a restart that kept its id) stopped heartbeating and was expired by "
-                          "the broker; ")))
+                    F.lit(" (a restart or reconnect that kept its id) stopped heartbeating and was "
+                          "expired by the broker; ")))
                 .otherwise(F.lit("")),
                 F.col("clients_before").cast("string"), F.lit(" → "),
                 F.col("clients_after").cast("string"), F.lit(" clients; "),

@@ -15,8 +15,8 @@ def live_processes(snapshots_df: DataFrame, members_df: DataFrame,
                    liveness_window_seconds: int) -> DataFrame:
     """Per (group, snapshot ts, client_id) live at ts: the processes behind the id at its latest
     connection record in (ts − window, ts], as the broker lists them (``processes``) and as
-they run (``running_processes``, ``processes_per_id``). Input ``snapshots_df``: ``cluster, group, ts``;
-    ``members_df``: silver.group_members."""
+    they run (``running_processes``, ``processes_per_id``). Input ``snapshots_df``:
+    ``cluster, group, ts``; ``members_df``: silver.group_members."""
     members = members_df.select("cluster", "group", "client_id",
                                 F.col("ts").alias("_seen"), "processes", "running_processes")
     joined = join_recent(snapshots_df, members, ["cluster", "group"], "ts", "_seen",

@@ -124,7 +124,7 @@ def test_a_restart_that_keeps_its_id_is_a_rebalance_gap_not_a_duplicate_client_i
     assert not [f for f in health.findings if f.startswith(("WARN", "CRITICAL"))]
     events = gold["rebalance_events"].where("topic = 'restart-audit'").orderBy("ts").collect()
     assert [r.trigger for r in events] == ["CLIENT_JOINED", "CLIENT_EXPIRED"]
-    assert "a dead process's channel behind 10.0.16.12@audit-worker" in events[1].evidence
+    assert "a dead channel behind 10.0.16.12@audit-worker" in events[1].evidence
 
 
 @pytest.mark.heavy_day
