@@ -37,8 +37,7 @@ def membership_changes(group_context_df: DataFrame) -> DataFrame:
     listed = F.array_join(F.transform(
         "members", lambda m: F.concat_ws("#", m["client_id"], m["processes"].cast("string"))),
         ",")
-    return (group_context_df.select("cluster", "group", "ts", listed.alias("_listed"))
-            .select("cluster", "group", "ts", "_listed",
-                    F.lag("_listed").over(prev).alias("_prev"))
+    return (group_context_df.select("cluster", "group", "ts", listed.alias("_listed"),
+                                    F.lag(listed).over(prev).alias("_prev"))
             .where(F.col("_prev").isNotNull() & (F.col("_listed") != F.col("_prev")))
             .select("cluster", "group", F.col("ts").alias("changed_at")))

@@ -23,6 +23,11 @@ def at(minute, second=0.0):
     return T0 + dt.timedelta(minutes=minute, seconds=second)
 
 
+def epoch_ms(ts):
+    """A naive UTC timestamp of the tests as epoch milliseconds (last_update_timestamp)."""
+    return int(ts.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
 def snapshots(queue_id, minutes, *, advance=10, client_ip=None, lag=50, group="g"):
     """One offsets row per minute; the committed offset moves ``advance`` per snapshot
     (``client_ip``: what ``consumerProgress -s`` printed, 'N/A', an IP or None)."""

@@ -2,13 +2,11 @@
 both engines: issue #17 case 5 — a master's and its slave's channels are one process; a restart
 or a reconnect that keeps its id leaves a dead channel listed, which is not a second process."""
 
-import datetime as dt
-
 from chispa import assert_df_equality
 
 from jobs.rules.models import consumer_models, excluded_groups
 from jobs.silver.membership import build_group_members
-from tests.rules.frames import DAY, at
+from tests.rules.frames import DAY, at, epoch_ms
 
 CONNECTIONS = ("cluster string, group string, ts timestamp, client_id string, client_addr string, "
                "broker_name string, broker_addr string, language string, version string, "
@@ -20,14 +18,9 @@ def channel(client_id, addr, broker, broker_addr, line, language="JAVA", version
             consume_type="CONSUME_PASSIVELY", message_model="CLUSTERING", minute=0, beat=None):
     """A connection record of the round at ``minute``; ``beat``: the broker's
     last_update_timestamp as seconds after the test's T0 (None: the collector gives none)."""
-    lu = None if beat is None else epoch_ms(beat)
+    lu = None if beat is None else epoch_ms(at(0, beat))
     return ("c", "g", at(minute), client_id, addr, broker, broker_addr, language, version,
             consume_type, message_model, DAY, "f", line, lu)
-
-
-def epoch_ms(seconds_after_t0):
-    return int((at(0) + dt.timedelta(seconds=seconds_after_t0))
-               .replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
 
 
 def members_of(spark, rows, channel_expiry_seconds=120):

@@ -3,18 +3,13 @@ engines: the subscription-storm detector and the membership rounds read it as th
 detector does (jobs.rules.subscription)."""
 
 from jobs.gold.rebalance_events import RebalanceRules, member_rounds, subscription_flapping
-from tests.rules.frames import DAY, at
+from tests.rules.frames import DAY, at, epoch_ms
 
 CONNECTIONS = ("cluster string, group string, broker_name string, ts timestamp, client_id string, "
                "last_update_timestamp long, "
                "subscriptions array<struct<topic:string,sub_string:string>>")
 MEMBERS = "cluster string, group string, ts timestamp, client_id string, processes int, date date"
 RULES = RebalanceRules(max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)
-
-
-def ms(ts):
-    import datetime as dt
-    return int(ts.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
 
 
 def subs(*topics):
@@ -26,8 +21,8 @@ def connections(b_topics):
     subscriptions field on odd ones (a partial collector)."""
     rows = []
     for m in range(10):
-        rows.append(("c", "g", "broker-a", at(m), "a@1", ms(at(m, -10)), subs("t1", "t2")))
-        rows.append(("c", "g", "broker-a", at(m), "b@1", ms(at(m, -25)),
+        rows.append(("c", "g", "broker-a", at(m), "a@1", epoch_ms(at(m, -10)), subs("t1", "t2")))
+        rows.append(("c", "g", "broker-a", at(m), "b@1", epoch_ms(at(m, -25)),
                      subs(*b_topics) if m % 2 == 0 else None))
     return rows
 
