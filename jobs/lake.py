@@ -227,10 +227,12 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
     inside every expression that uses their results, which makes every query slow to plan.
     """
     path = staging_path(lake, run_id, name)
-    df.write.mode("overwrite").parquet(path)
+    df.write.mode("overwrite").option("compression", STAGING_COMPRESSION).parquet(path)
     # the schema is given: an empty frame leaves no Parquet file to infer it from on Sail
     return _read_parquet_dirs(spark, df.schema, [path])
 
+
+STAGING_COMPRESSION = "uncompressed"
 
 BATCH_COLUMN = "_batch"
 # Row groups of a day split by batch (``stage_batches``): a partitioned write keeps one open file
@@ -256,7 +258,8 @@ def stage_batches(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: 
     ``SPLIT_ROW_GROUP_ROWS``, or ``NARROW_SPLIT_ROW_GROUP_ROWS`` for narrow rows. ``shared``: a
     ``_batch`` whose rows every batch reads beside its own."""
     path = staging_path(lake, run_id, name)
-    (df.write.mode("overwrite").option("maxRowGroupSize", row_group_rows)
+    (df.write.mode("overwrite").option("compression", STAGING_COMPRESSION)
+     .option("maxRowGroupSize", row_group_rows)
      .partitionBy(BATCH_COLUMN).parquet(path))
     schema = StructType([f for f in df.schema.fields if f.name != BATCH_COLUMN])
     also = [] if shared is None else [f"{path}/{BATCH_COLUMN}={shared}"]
