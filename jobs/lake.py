@@ -232,7 +232,11 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
     return _read_parquet_dirs(spark, df.schema, [path])
 
 
-STAGING_COMPRESSION = "uncompressed"
+# Staged files are read once or twice and deleted at the end of the run: Sail's default codec
+# (zstd) spent CPU to make them small. Snappy (Spark's and Delta's default) writes as fast as no
+# compression at half the bytes: the M day 355 CPU-s against 371 with zstd (benchmarks/RESULTS.md,
+# session 29).
+STAGING_COMPRESSION = "snappy"
 
 BATCH_COLUMN = "_batch"
 # Row groups of a day split by batch (``stage_batches``): a partitioned write keeps one open file

@@ -77,6 +77,16 @@ def consuming_groups(queue_offsets_df: DataFrame) -> DataFrame:
             .agg(sorted_set("group").alias("groups")))
 
 
+def with_consuming_groups(findings_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
+    """``findings_df`` (``FINDING_COLUMNS`` but ``groups``) with ``groups``: ``consuming_groups``,
+    empty for a topic without offsets rows. Joined once to the union of the finding kinds: once
+    per kind, each join aggregated the batch's offsets again."""
+    found = findings_df.join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
+    return found.withColumn(
+        "groups", F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType())))
+    ).select(*FINDING_COLUMNS)
+
+
 def _percent(value: Column) -> Column:
     return F.format_string("%.1f%%", value * 100)
 
@@ -272,11 +282,16 @@ def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules
                      stage: Stage = no_staging) -> DataFrame:
     """HOT_QUEUE rows of gold.producer_findings (module docstring). ``stage`` stores the hot
     windows, which the lag growth reads and is joined back to (unstaged, computed twice)."""
+    return with_consuming_groups(_hot_queues(intervals_df, queue_offsets_df, rules, stage),
+                                 queue_offsets_df)
+
+
+def _hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
+                stage: Stage) -> DataFrame:
+    """``build_hot_queues`` without ``groups``."""
     windows = stage(hot_queue_windows(intervals_df, rules), "gold.hot_queue_windows")
     key = [*TOPIC_QUEUE, "first_seen"]
-    found = (windows
-             .join(lag_growth_groups(windows, queue_offsets_df), key, "left")
-             .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left"))
+    found = windows.join(lag_growth_groups(windows, queue_offsets_df), key, "left")
     lagging = F.coalesce(F.col("lagging_groups"), F.array().cast(ArrayType(StringType())))
     evidence = F.concat(
         F.format_string("queue %s/%d of %s took %s of the topic's %d messages from %s to %s UTC (%.0f min), "
@@ -291,7 +306,6 @@ def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules
     return found.select(
         "date", "cluster", "topic", "broker_name", F.col("queue_id").cast("int").alias("queue_id"),
         F.lit("HOT_QUEUE").alias("finding"), "first_seen", "last_seen", "minutes", "share", "even_share",
-        F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
         evidence.alias("evidence"),
         F.when(F.size(lagging) > 0, F.lit("WARN")).otherwise(F.lit("INFO")).alias("severity"))
 
@@ -354,6 +368,13 @@ def build_starved_brokers(intervals_df: DataFrame, queue_offsets_df: DataFrame, 
     down_from, down_to``; a null ``down_to``: not back by the day's end), when given, removes the
     windows that overlap the broker's master-down window: that is BROKER_MASTER_DOWN (DESIGN.md
     §5.3), not producers avoiding the broker."""
+    return with_consuming_groups(_starved_brokers(intervals_df, rules, master_down_df),
+                                 queue_offsets_df)
+
+
+def _starved_brokers(intervals_df: DataFrame, rules: ProducerRules,
+                     master_down_df: DataFrame | None) -> DataFrame:
+    """``build_starved_brokers`` without ``groups``."""
     windows = starved_broker_windows(intervals_df, rules)
     if master_down_df is not None:
         down = master_down_df.select("cluster", "broker_name", "down_from", "down_to")
@@ -369,11 +390,9 @@ def build_starved_brokers(intervals_df: DataFrame, queue_offsets_df: DataFrame, 
         F.lit("producers avoid it (latency fault tolerance shuns a broker after failed or slow sends: up to "
               "10 min on 4.9.x, 30 s on 5.1.4+; or it answers busy) or its write permission is off"))
     return (windows
-            .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
             .select("date", "cluster", "topic", "broker_name", F.lit(None).cast("int").alias("queue_id"),
                     F.lit("BROKER_STARVED").alias("finding"), "first_seen", "last_seen", "minutes",
                     F.lit(0.0).alias("share"), F.col("even_share").cast("double").alias("even_share"),
-                    F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
                     evidence.alias("evidence"),
                     F.when(F.col("minutes") >= rules.starved_warn_minutes, F.lit("WARN"))
                     .otherwise(F.lit("INFO")).alias("severity")))
@@ -385,6 +404,11 @@ def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame)
     """QUEUE_COUNT_SKEW rows: topics that received messages and whose brokers show different
     queue counts in the day's offsets. ``share`` is the busiest broker's share of the topic's
     queues (what round robin sends it), ``even_share`` 1 / brokers."""
+    return with_consuming_groups(_queue_count_skew(intervals_df), queue_offsets_df)
+
+
+def _queue_count_skew(intervals_df: DataFrame) -> DataFrame:
+    """``build_queue_count_skew`` without ``groups``."""
     per_broker = (intervals_df.where(is_producer_topic(F.col("topic")))
                   .groupBy("cluster", "topic", "broker_name")
                   .agg(F.countDistinct("queue_id").alias("_queues"), F.sum("messages_in").alias("_messages"),
@@ -403,14 +427,12 @@ def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame)
         F.format_string("the brokers of %s expose different queue counts: ", F.col("topic")), counts,
         F.lit(": round robin gives every queue the same share, so the brokers get uneven load"))
     return (per_topic
-            .join(consuming_groups(queue_offsets_df), ["cluster", "topic"], "left")
             .select("date", "cluster", "topic", F.lit(None).cast("string").alias("broker_name"),
                     F.lit(None).cast("int").alias("queue_id"), F.lit("QUEUE_COUNT_SKEW").alias("finding"),
                     "first_seen", "last_seen",
                     minutes_between(F.col("first_seen"), F.col("last_seen")).alias("minutes"),
                     (F.col("_max_queues") / F.col("_total_queues")).cast("double").alias("share"),
                     (F.lit(1.0) / F.col("_brokers")).cast("double").alias("even_share"),
-                    F.coalesce(F.col("groups"), F.array().cast(ArrayType(StringType()))).alias("groups"),
                     evidence.alias("evidence"), F.lit("INFO").alias("severity")))
 
 
@@ -483,9 +505,10 @@ def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
     ``intervals_df``: ``queue_intervals`` of the same offsets, when stored already. ``stage``:
     see :func:`build_hot_queues`."""
     intervals = queue_intervals(queue_offsets_df) if intervals_df is None else intervals_df
-    found = (build_hot_queues(intervals, queue_offsets_df, rules, stage)
-             .unionByName(build_starved_brokers(intervals, queue_offsets_df, rules, master_down_df))
-             .unionByName(build_queue_count_skew(intervals, queue_offsets_df)))
+    found = with_consuming_groups(
+        _hot_queues(intervals, queue_offsets_df, rules, stage)
+        .unionByName(_starved_brokers(intervals, rules, master_down_df))
+        .unionByName(_queue_count_skew(intervals)), queue_offsets_df)
     losses = [df.select(*PUBLISH_LOSS_COLUMNS) for df in (
         publish_losses_df, master_down_losses(master_down_df) if master_down_df is not None else None)
         if df is not None]
