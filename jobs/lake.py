@@ -233,9 +233,8 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
 
 
 # Staged files are read once or twice and deleted at the end of the run: Sail's default codec
-# (zstd) spent CPU to make them small. Snappy (Spark's and Delta's default) writes as fast as no
-# compression at half the bytes: the M day 355 CPU-s against 371 with zstd (benchmarks/RESULTS.md,
-# session 29).
+# (zstd) spent CPU to make them small; snappy (Spark's and Delta's default) writes about as fast as
+# no compression at half its bytes (benchmarks/RESULTS.md, "Figures behind code choices").
 STAGING_COMPRESSION = "snappy"
 
 BATCH_COLUMN = "_batch"
