@@ -29,6 +29,7 @@ from jobs.ingest.file_integrity import (
     TRUNCATED_GZIP,
     decode_block,
     decoded_lines,
+    raw_blocks,
     split_lines,
 )
 from jobs.ingest.json_lines import RecordReader, load_object
@@ -130,6 +131,19 @@ def test_split_lines_splits_like_the_text_readers_across_chunk_boundaries():
     chunks = [b"a\r", b"\nb\r", b"c\n\n", b"d", b"e\r"]
     assert list(split_lines(iter(chunks))) == [b"a", b"b", b"c", b"", b"de"]
     assert list(split_lines(iter([b""]))) == []
+
+
+def test_raw_blocks_hold_whole_lines_however_the_chunks_are_cut():
+    # a line longer than a chunk, CRLF and lone CR, an unterminated last line
+    text = b"ab\r\ncd\n\nefghijklmnop\rq\nrs"
+    for size in range(1, len(text) + 1):
+        chunks = [text[i:i + size] for i in range(0, len(text), size)]
+        blocks = list(raw_blocks(iter(chunks)))
+        assert b"".join(blocks) == text, size
+        assert all(block.endswith(b"\n") for block in blocks[:-1]), size
+        assert len(blocks) <= len(chunks) + 1, size  # one block per chunk read, and the rest
+        assert blocks[-1] == b"rs" and all(type(block) is bytes for block in blocks), size
+    assert list(raw_blocks(iter([b"x\n", b"y\n"]))) == [b"x\n", b"y\n"]
 
 
 def test_a_clean_file_and_concatenated_gzip_members_decode_without_defects(tmp_path):
