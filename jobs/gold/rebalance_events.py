@@ -17,7 +17,9 @@ the snapshot before the run and its last snapshot; runs that move nothing are no
   for over 2 × the heartbeat interval) — the broker dropped it by its 120 s channel scan; or
   an id kept fewer channels after one of them went silent (a restart that kept its id: the dead
   process's channel expired);
-- ``CLIENT_LEFT``: an id left while still heartbeating — a clean shutdown unregistered it;
+- ``CLIENT_LEFT``: an id, or a channel behind an id that stays, left while still heartbeating — a
+  clean shutdown unregistered it — or without heartbeat times in its records (mqadmin's
+  consumerConnection prints none), when an expiry and a clean shutdown look alike;
 - ``CLIENT_JOINED``: a new id, or another process behind an id;
 - ``SUBSCRIPTION_CHANGED``: a member present before and after changed its subscribed topics;
 - ``ROUTE_CHANGED``: a client's ``mqAllSize`` for the topic changed (route / readQueueNums);
@@ -53,6 +55,9 @@ GROUP_KEY = ["cluster", "group"]
 TOPIC_KEY = ["cluster", "group", "topic"]
 CLIENT_TOPIC_KEY = [*TOPIC_KEY, "client_id"]
 OBSERVATION_KEY = [*CLIENT_TOPIC_KEY, "ts"]
+# why a departure without heartbeat times is neither called an expiry nor a clean shutdown
+UNHEARD = ("the connection records carry no heartbeat times: an expiry after a crash or a clean "
+           "unregister, unknown")
 RUN_KEY = [*TOPIC_KEY, "_episode"]  # a run of consecutive changed rounds (ownership_changes)
 
 
@@ -81,7 +86,9 @@ def member_rounds(members_df: DataFrame, connections_df: DataFrame,
     """One row per (group, connections round ``ts``): ``cid_all`` (one entry per process, sorted),
     ``ids``, ``stale_ids`` (no heartbeat for > 2 intervals: the channel is only waiting for the
     broker's expiry scan, facts §4), ``stale_channel_ids`` (ids with such a channel: a restart
-    that kept its id leaves the dead process's channel listed beside the new one) and ``subs``
+    that kept its id leaves the dead process's channel listed beside the new one),
+    ``unheard_ids`` (ids whose records carry no heartbeat time: mqadmin's consumerConnection
+    prints none, so whether such an id is stale is unknown) and ``subs``
     (``struct<client_id, topics>`` from each member's own heartbeat)."""
     per_member = (connections_df
                   .select(*GROUP_KEY, "ts", "client_id", "last_update_timestamp",
@@ -106,6 +113,8 @@ def member_rounds(members_df: DataFrame, connections_df: DataFrame,
                 F.array_sort(F.collect_list(F.when(F.coalesce(stale_channel, F.lit(False)),
                                                    F.col("client_id"))))
                 .alias("stale_channel_ids"),
+                F.array_sort(F.collect_list(F.when(F.col("_lu").isNull(), F.col("client_id"))))
+                .alias("unheard_ids"),
                 F.array_sort(F.collect_list(F.struct("client_id", "topics"))).alias("subs")))
 
 
@@ -246,7 +255,7 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
              .withColumn("prev_ts", F.lag("ts").over(order))
              .withColumn("_changed", F.lag("_fingerprint").over(order) != F.col("_fingerprint"))
              .withColumn("_cid_changed", F.lag("_cid_hash").over(order) != F.col("_cid_hash")))
-    arrays = ("cid_all", "ids", "stale_ids", "stale_channel_ids", "subs")
+    arrays = ("cid_all", "ids", "stale_ids", "stale_channel_ids", "unheard_ids", "subs")
     round_arrays = rounds_df.select(*GROUP_KEY, "ts", *arrays)
     previous = round_arrays.select(*GROUP_KEY, F.col("ts").alias("prev_ts"),
                                    *[F.col(c).alias(f"prev_{c}") for c in arrays])
@@ -259,16 +268,21 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
     joined = ((F.size(F.array_except(F.col("ids"), F.col("prev_ids"))) > 0)
               | (F.size("cid_all") > F.size("prev_cid_all")))
     sub_changed = changed_topics(F.col("subs"), F.col("prev_subs"))
-    # ids still here with fewer channels listed, one of which had gone silent: the broker
-    # expired a dead process's channel behind an id a restarted process kept
+    # ids still here with fewer channels listed: one of which had gone silent, the broker
+    # expired a dead process's channel behind an id a restarted process kept; else it left
+    # (unregistered, or unknown where the records carry no heartbeat times)
     entries = lambda arr, cid: F.size(F.filter(arr, lambda x: x == cid))  # noqa: E731
-    expired_channels = F.filter(
-        F.coalesce("prev_stale_channel_ids", _empty_ids()),
-        lambda cid: F.array_contains("ids", cid)
-        & (entries(F.col("prev_cid_all"), cid) > entries(F.col("cid_all"), cid)))
+    dropped = F.filter(F.array_intersect("ids", "prev_ids"),
+                       lambda cid: entries(F.col("prev_cid_all"), cid) > entries(F.col("cid_all"), cid))
+    expired_channels = F.array_intersect(dropped, F.coalesce("prev_stale_channel_ids", _empty_ids()))
+    left_channels = F.array_except(dropped, expired_channels)
+    unheard = F.coalesce("prev_unheard_ids", _empty_ids())
     flagged = (number_flagged_rows(changed, TOPIC_KEY, rules.max_snapshot_gap_seconds)
                .withColumn("_left", left)
                .withColumn("_expired_channels", expired_channels)
+               .withColumn("_left_channels", left_channels)
+               .withColumn("_left_unheard", F.array_intersect(F.array_union(left, left_channels),
+                                                              unheard))
                .withColumn("_expired", (F.size(F.array_intersect(
                    left, F.coalesce("prev_stale_ids", _empty_ids()))) > 0)
                    | (F.size("_expired_channels") > 0))
@@ -285,6 +299,10 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left")))).alias("left_ids"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("_expired_channels"))))
         .alias("expired_channel_ids"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left_channels"))))
+        .alias("left_channel_ids"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left_unheard"))))
+        .alias("left_unheard_ids"),
         F.max(F.col("_expired").cast("int")).alias("_expired"),
         F.max(F.col("_joined").cast("int")).alias("_joined"),
         F.max(F.col("_sub_changed").cast("int")).alias("_sub_changed")),
@@ -301,7 +319,8 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
                                      F.max(F.coalesce(F.col("_route"), F.lit(False)).cast("int"))
                                      .alias("_route")))
     trigger = (F.when(F.col("_expired") == 1, F.lit("CLIENT_EXPIRED"))
-               .when(F.size("left_ids") > 0, F.lit("CLIENT_LEFT"))
+               .when((F.size("left_ids") > 0) | (F.size("left_channel_ids") > 0),
+                     F.lit("CLIENT_LEFT"))
                .when(F.col("_joined") == 1, F.lit("CLIENT_JOINED"))
                .when(F.col("_sub_changed") == 1, F.lit("SUBSCRIPTION_CHANGED"))
                .when(F.coalesce(F.col("_route"), F.lit(0)) == 1, F.lit("ROUTE_CHANGED"))
@@ -315,7 +334,15 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
                     F.array_join("left_ids", ", "),
                     F.when(F.col("_expired") == 1,
                            F.lit(" stopped heartbeating and was expired by the broker; "))
+                    .when(F.size(F.array_except("left_ids", "left_unheard_ids")) == 0,
+                          F.lit(f" left ({UNHEARD}); "))
                     .otherwise(F.lit(" unregistered (clean shutdown); "))))
+                .otherwise(F.lit("")),
+                F.when(F.size("left_channel_ids") > 0, F.concat(
+                    F.lit("a channel behind "), F.array_join("left_channel_ids", ", "),
+                    F.when(F.size(F.array_except("left_channel_ids", "left_unheard_ids")) == 0,
+                           F.lit(f" left (a restart or reconnect that kept its id; {UNHEARD}); "))
+                    .otherwise(F.lit(" unregistered while the id stayed; "))))
                 .otherwise(F.lit("")),
                 F.when(F.size("expired_channel_ids") > 0, F.concat(
                     F.lit("a dead channel behind "),

@@ -315,6 +315,7 @@ RUNNING_OBSERVATIONS = ("cluster string, `group` string, client_id string, ts ti
 ROUNDS = "cluster string, `group` string, ts timestamp, ids array<string>"
 FULL_ROUNDS = ("cluster string, `group` string, ts timestamp, cid_all array<string>, "
                "ids array<string>, stale_ids array<string>, stale_channel_ids array<string>, "
+               "unheard_ids array<string>, "
                "subs array<struct<client_id:string,topics:array<string>>>")
 
 
@@ -349,7 +350,7 @@ def test_an_overlapping_log_line_and_a_snapshot_of_the_same_millisecond_are_one_
     observations = assignment_observations(logs, running.unionByName(later), connections)
     members = ["c1", "c2"]
     rounds = spark.createDataFrame(
-        [("k", "g", ts, members, members, [], [], [(c, ["t"]) for c in members])
+        [("k", "g", ts, members, members, [], [], [], [(c, ["t"]) for c in members])
          for ts in (T1, T2)],
         FULL_ROUNDS)
     changes = ownership_changes(rounds, observations,
@@ -372,7 +373,7 @@ def _changes(spark, sets_at, round_times):
     observations = assignment_observations(logs, _running(spark, sets_at), connections)
     members = ["c1", "c2"]
     rounds = spark.createDataFrame(
-        [("k", "g", ts, members, members, [], [], [(c, ["t"]) for c in members])
+        [("k", "g", ts, members, members, [], [], [], [(c, ["t"]) for c in members])
          for ts in round_times], FULL_ROUNDS)
     return ownership_changes(rounds, observations, RebalanceRules(
         max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()
@@ -386,6 +387,36 @@ def test_two_members_that_swap_their_sets_are_a_rebalance_of_every_swapped_queue
                             (T2, "c1", [2, 3]), (T2, "c2", [0, 1])], [T1, t3])
     assert [(r.trigger, r.queues_moved, r.clients_before, r.clients_after) for r in rows] == [
         ("FLAPPING", 4, 2, 2)]
+
+
+@pytest.mark.parametrize("stale_channel, unheard, trigger, evidence", [
+    (["c2"], [], "CLIENT_EXPIRED", "a dead channel behind c2 (a restart or reconnect"),
+    ([], ["c1", "c2"], "CLIENT_LEFT", "a channel behind c2 left (a restart or reconnect that kept "
+     "its id; the connection records carry no heartbeat times: an expiry after a crash or a "
+     "clean unregister, unknown)"),
+    ([], [], "CLIENT_LEFT", "a channel behind c2 unregistered while the id stayed"),
+])
+def test_a_channel_that_leaves_an_id_is_expired_only_when_it_had_gone_silent(
+        spark, stale_channel, unheard, trigger, evidence):
+    """c2 is listed twice (a restart that kept its id), so cidAll has three entries and queue 3
+    falls to the second c2, which pulls nothing; when that channel goes, c2 takes queue 3.
+    Silent before: the broker expired it. Still heartbeating: it unregistered. Without heartbeat
+    times (mqadmin's consumerConnection) either: unknown, said so — before, FLAPPING."""
+    t3 = T2 + dt.timedelta(seconds=30)
+    connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
+                                        "cluster string, `group` string, client_id string")
+    observations = assignment_observations(
+        spark.createDataFrame([], LOG_OBSERVATIONS),
+        _running(spark, [(T0, "c1", [0, 1]), (T0, "c2", [2]), (T2, "c2", [2, 3])]), connections)
+    subs = [(c, ["t"]) for c in ("c1", "c2")]
+    rounds = spark.createDataFrame(
+        [("k", "g", T1, ["c1", "c2", "c2"], ["c1", "c2"], [], stale_channel, unheard, subs),
+         ("k", "g", t3, ["c1", "c2"], ["c1", "c2"], [], [], unheard, subs)], FULL_ROUNDS)
+    (row,) = ownership_changes(rounds, observations, RebalanceRules(
+        max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()
+    assert (row.trigger, row.queues_moved, row.clients_before, row.clients_after) == (
+        trigger, 1, 3, 2)
+    assert row.evidence.startswith(evidence), row.evidence
 
 
 def test_a_set_that_changes_and_changes_back_between_two_rounds_moves_nothing(spark):
