@@ -419,6 +419,34 @@ def test_a_channel_that_leaves_an_id_is_expired_only_when_it_had_gone_silent(
     assert row.evidence.startswith(evidence), row.evidence
 
 
+@pytest.mark.parametrize("stale, unheard, trigger, evidence", [
+    (["c2"], [], "CLIENT_EXPIRED", "c2 stopped heartbeating and was expired by the broker; "),
+    ([], ["c1", "c2"], "CLIENT_LEFT", "c2 left (the connection records carry no heartbeat times: "
+     "an expiry after a crash or a clean unregister, unknown); "),
+    ([], [], "CLIENT_LEFT", "c2 unregistered (clean shutdown); "),
+])
+def test_an_id_that_leaves_without_heartbeat_times_is_not_called_a_clean_shutdown(
+        spark, stale, unheard, trigger, evidence):
+    """Evidence, not absence: a departed id whose records carried no heartbeat time may have
+    crashed and been expired, or shut down cleanly; before, it read as a clean shutdown."""
+    t3 = T2 + dt.timedelta(seconds=30)
+    connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
+                                        "cluster string, `group` string, client_id string")
+    observations = assignment_observations(
+        spark.createDataFrame([], LOG_OBSERVATIONS),
+        _running(spark, [(T0, "c1", [0, 1]), (T0, "c2", [2, 3]), (T2, "c1", [0, 1, 2, 3])]),
+        connections)
+    rounds = spark.createDataFrame(
+        [("k", "g", T1, ["c1", "c2"], ["c1", "c2"], stale, [], unheard,
+          [("c1", ["t"]), ("c2", ["t"])]),
+         ("k", "g", t3, ["c1"], ["c1"], [], [], unheard[:1], [("c1", ["t"])])], FULL_ROUNDS)
+    (row,) = ownership_changes(rounds, observations, RebalanceRules(
+        max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()
+    assert (row.trigger, row.queues_moved, row.clients_before, row.clients_after) == (
+        trigger, 2, 2, 1)
+    assert row.evidence.startswith(evidence), row.evidence
+
+
 def test_a_set_that_changes_and_changes_back_between_two_rounds_moves_nothing(spark):
     """No fault: c1 held 0,1, briefly 0 (a running-info snapshot mid-rebalance), then 0,1 again
     before the next round: both rounds have the same assignment, so there is no event."""
