@@ -90,8 +90,11 @@ def member_rounds(members_df: DataFrame, connections_df: DataFrame,
     ``unheard_ids`` (ids whose records carry no heartbeat time: mqadmin's consumerConnection
     prints none, so whether such an id is stale is unknown) and ``subs``
     (``struct<client_id, topics>`` from each member's own heartbeat)."""
+    # a writer of 0 (or less) gives no heartbeat time, as in jobs.rules.liveness
+    heard = F.col("last_update_timestamp")
     per_member = (connections_df
-                  .select(*GROUP_KEY, "ts", "client_id", "last_update_timestamp",
+                  .select(*GROUP_KEY, "ts", "client_id",
+                          F.when(heard > 0, heard).alias("last_update_timestamp"),
                           heartbeat_topics(F.col("subscriptions")).alias("_topics"))
                   .groupBy(*GROUP_KEY, "ts", "client_id")
                   .agg(F.max("last_update_timestamp").alias("_lu"),

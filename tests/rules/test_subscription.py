@@ -46,3 +46,20 @@ def test_a_round_without_subscriptions_has_unknown_topics(spark):
               for r in member_rounds(members, conns, 30).collect()}
     assert rounds[at(0)] == {"a@1": ["t1", "t2"], "b@1": ["t1", "t2"]}
     assert rounds[at(1)] == {"a@1": ["t1", "t2"], "b@1": None}
+
+
+def test_a_round_member_without_a_heartbeat_time_is_unheard_not_stale(spark):
+    """Evidence, not absence: no ``last_update_timestamp`` (mqadmin text) or a 0 (a collector's
+    default) says nothing about a member's heartbeats; an old one says it went silent."""
+    conns = spark.createDataFrame([
+        ("c", "g", "broker-a", at(5), "none@1", None, subs("t1")),
+        ("c", "g", "broker-a", at(5), "zero@1", 0, subs("t1")),
+        ("c", "g", "broker-a", at(5), "fresh@1", epoch_ms(at(5, -10)), subs("t1")),
+        ("c", "g", "broker-a", at(5), "silent@1", epoch_ms(at(3)), subs("t1")),
+    ], CONNECTIONS)
+    members = spark.createDataFrame(
+        [("c", "g", at(5), cid, 1, DAY) for cid in ("none@1", "zero@1", "fresh@1", "silent@1")],
+        MEMBERS)
+    (r,) = member_rounds(members, conns, 30).collect()
+    assert (r.unheard_ids, r.stale_ids, r.stale_channel_ids) == (
+        ["none@1", "zero@1"], ["silent@1"], ["silent@1"])
