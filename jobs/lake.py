@@ -210,6 +210,12 @@ STALE_UNLOCKED_SECONDS = 3600  # a folder without a lock file: a claim cut short
 Stage = Callable[[DataFrame, str], DataFrame]
 
 
+# Staged files are read once or twice and deleted at the end of the run: Sail's default codec
+# (zstd) spent CPU to make them small; snappy (Spark's and Delta's default) writes about as fast as
+# no compression at half its bytes (benchmarks/RESULTS.md, "Figures behind code choices").
+STAGING_COMPRESSION = "snappy"
+
+
 def no_staging(df: DataFrame, _name: str) -> DataFrame:
     return df
 
@@ -231,11 +237,6 @@ def stage(spark: SparkSession, df: DataFrame, lake: str | Path, run_id: str,
     # the schema is given: an empty frame leaves no Parquet file to infer it from on Sail
     return _read_parquet_dirs(spark, df.schema, [path])
 
-
-# Staged files are read once or twice and deleted at the end of the run: Sail's default codec
-# (zstd) spent CPU to make them small; snappy (Spark's and Delta's default) writes about as fast as
-# no compression at half its bytes (benchmarks/RESULTS.md, "Figures behind code choices").
-STAGING_COMPRESSION = "snappy"
 
 BATCH_COLUMN = "_batch"
 # Row groups of a day split by batch (``stage_batches``): a partitioned write keeps one open file

@@ -280,15 +280,9 @@ def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> Dat
 
 def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
                      stage: Stage = no_staging) -> DataFrame:
-    """HOT_QUEUE rows of gold.producer_findings (module docstring). ``stage`` stores the hot
-    windows, which the lag growth reads and is joined back to (unstaged, computed twice)."""
-    return with_consuming_groups(_hot_queues(intervals_df, queue_offsets_df, rules, stage),
-                                 queue_offsets_df)
-
-
-def _hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
-                stage: Stage) -> DataFrame:
-    """``build_hot_queues`` without ``groups``."""
+    """HOT_QUEUE rows of gold.producer_findings (module docstring) but ``groups``
+    (``with_consuming_groups``). ``stage`` stores the hot windows, which the lag growth reads and
+    is joined back to (unstaged, computed twice)."""
     windows = stage(hot_queue_windows(intervals_df, rules), "gold.hot_queue_windows")
     key = [*TOPIC_QUEUE, "first_seen"]
     found = windows.join(lag_growth_groups(windows, queue_offsets_df), key, "left")
@@ -362,19 +356,12 @@ def starved_broker_windows(intervals_df: DataFrame, rules: ProducerRules) -> Dat
             .drop("_episode"))
 
 
-def build_starved_brokers(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules: ProducerRules,
+def build_starved_brokers(intervals_df: DataFrame, rules: ProducerRules,
                           master_down_df: DataFrame | None = None) -> DataFrame:
     """BROKER_STARVED rows (module docstring). ``master_down_df`` (``cluster, broker_name,
     down_from, down_to``; a null ``down_to``: not back by the day's end), when given, removes the
     windows that overlap the broker's master-down window: that is BROKER_MASTER_DOWN (DESIGN.md
-    §5.3), not producers avoiding the broker."""
-    return with_consuming_groups(_starved_brokers(intervals_df, rules, master_down_df),
-                                 queue_offsets_df)
-
-
-def _starved_brokers(intervals_df: DataFrame, rules: ProducerRules,
-                     master_down_df: DataFrame | None) -> DataFrame:
-    """``build_starved_brokers`` without ``groups``."""
+    §5.3), not producers avoiding the broker. No ``groups`` (``with_consuming_groups``)."""
     windows = starved_broker_windows(intervals_df, rules)
     if master_down_df is not None:
         down = master_down_df.select("cluster", "broker_name", "down_from", "down_to")
@@ -400,15 +387,11 @@ def _starved_brokers(intervals_df: DataFrame, rules: ProducerRules,
 
 # --- QUEUE_COUNT_SKEW -----------------------------------------------------------------------------
 
-def build_queue_count_skew(intervals_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
+def build_queue_count_skew(intervals_df: DataFrame) -> DataFrame:
     """QUEUE_COUNT_SKEW rows: topics that received messages and whose brokers show different
     queue counts in the day's offsets. ``share`` is the busiest broker's share of the topic's
-    queues (what round robin sends it), ``even_share`` 1 / brokers."""
-    return with_consuming_groups(_queue_count_skew(intervals_df), queue_offsets_df)
-
-
-def _queue_count_skew(intervals_df: DataFrame) -> DataFrame:
-    """``build_queue_count_skew`` without ``groups``."""
+    queues (what round robin sends it), ``even_share`` 1 / brokers. No ``groups``
+    (``with_consuming_groups``)."""
     per_broker = (intervals_df.where(is_producer_topic(F.col("topic")))
                   .groupBy("cluster", "topic", "broker_name")
                   .agg(F.countDistinct("queue_id").alias("_queues"), F.sum("messages_in").alias("_messages"),
@@ -506,9 +489,9 @@ def build_producer_findings(queue_offsets_df: DataFrame, rules: ProducerRules,
     see :func:`build_hot_queues`."""
     intervals = queue_intervals(queue_offsets_df) if intervals_df is None else intervals_df
     found = with_consuming_groups(
-        _hot_queues(intervals, queue_offsets_df, rules, stage)
-        .unionByName(_starved_brokers(intervals, rules, master_down_df))
-        .unionByName(_queue_count_skew(intervals)), queue_offsets_df)
+        build_hot_queues(intervals, queue_offsets_df, rules, stage)
+        .unionByName(build_starved_brokers(intervals, rules, master_down_df))
+        .unionByName(build_queue_count_skew(intervals)), queue_offsets_df)
     losses = [df.select(*PUBLISH_LOSS_COLUMNS) for df in (
         publish_losses_df, master_down_losses(master_down_df) if master_down_df is not None else None)
         if df is not None]

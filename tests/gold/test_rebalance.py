@@ -366,17 +366,20 @@ def _running(spark, sets_at):
          for i, (ts, c, ids) in enumerate(sets_at)], RUNNING_OBSERVATIONS)
 
 
-def _changes(spark, sets_at, round_times):
+def _changes(spark, sets_at, round_times=(), rounds=None):
+    """``ownership_changes`` of c1 and c2 with the running-info ``sets_at``, over ``rounds``
+    (``FULL_ROUNDS`` rows), or over rounds at ``round_times`` where both are listed once."""
     connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
                                         "cluster string, `group` string, client_id string")
     logs = spark.createDataFrame([], LOG_OBSERVATIONS)
     observations = assignment_observations(logs, _running(spark, sets_at), connections)
     members = ["c1", "c2"]
-    rounds = spark.createDataFrame(
-        [("k", "g", ts, members, members, [], [], [], [(c, ["t"]) for c in members])
-         for ts in round_times], FULL_ROUNDS)
-    return ownership_changes(rounds, observations, RebalanceRules(
-        max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()
+    if rounds is None:
+        rounds = [("k", "g", ts, members, members, [], [], [], [(c, ["t"]) for c in members])
+                  for ts in round_times]
+    return ownership_changes(spark.createDataFrame(rounds, FULL_ROUNDS), observations,
+                             RebalanceRules(max_snapshot_gap_seconds=300,
+                                            heartbeat_interval_seconds=30)).collect()
 
 
 def test_two_members_that_swap_their_sets_are_a_rebalance_of_every_swapped_queue(spark):
@@ -403,17 +406,11 @@ def test_a_channel_that_leaves_an_id_is_expired_only_when_it_had_gone_silent(
     Silent before: the broker expired it. Still heartbeating: it unregistered. Without heartbeat
     times (mqadmin's consumerConnection) either: unknown, said so — before, FLAPPING."""
     t3 = T2 + dt.timedelta(seconds=30)
-    connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
-                                        "cluster string, `group` string, client_id string")
-    observations = assignment_observations(
-        spark.createDataFrame([], LOG_OBSERVATIONS),
-        _running(spark, [(T0, "c1", [0, 1]), (T0, "c2", [2]), (T2, "c2", [2, 3])]), connections)
     subs = [(c, ["t"]) for c in ("c1", "c2")]
-    rounds = spark.createDataFrame(
-        [("k", "g", T1, ["c1", "c2", "c2"], ["c1", "c2"], [], stale_channel, unheard, subs),
-         ("k", "g", t3, ["c1", "c2"], ["c1", "c2"], [], [], unheard, subs)], FULL_ROUNDS)
-    (row,) = ownership_changes(rounds, observations, RebalanceRules(
-        max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()
+    (row,) = _changes(
+        spark, [(T0, "c1", [0, 1]), (T0, "c2", [2]), (T2, "c2", [2, 3])], rounds=[
+            ("k", "g", T1, ["c1", "c2", "c2"], ["c1", "c2"], [], stale_channel, unheard, subs),
+            ("k", "g", t3, ["c1", "c2"], ["c1", "c2"], [], [], unheard, subs)])
     assert (row.trigger, row.queues_moved, row.clients_before, row.clients_after) == (
         trigger, 1, 3, 2)
     assert row.evidence.startswith(evidence), row.evidence
@@ -430,18 +427,11 @@ def test_an_id_that_leaves_without_heartbeat_times_is_not_called_a_clean_shutdow
     """Evidence, not absence: a departed id whose records carried no heartbeat time may have
     crashed and been expired, or shut down cleanly; before, it read as a clean shutdown."""
     t3 = T2 + dt.timedelta(seconds=30)
-    connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
-                                        "cluster string, `group` string, client_id string")
-    observations = assignment_observations(
-        spark.createDataFrame([], LOG_OBSERVATIONS),
-        _running(spark, [(T0, "c1", [0, 1]), (T0, "c2", [2, 3]), (T2, "c1", [0, 1, 2, 3])]),
-        connections)
-    rounds = spark.createDataFrame(
-        [("k", "g", T1, ["c1", "c2"], ["c1", "c2"], stale, [], unheard,
-          [("c1", ["t"]), ("c2", ["t"])]),
-         ("k", "g", t3, ["c1"], ["c1"], [], [], unheard[:1], [("c1", ["t"])])], FULL_ROUNDS)
-    (row,) = ownership_changes(rounds, observations, RebalanceRules(
-        max_snapshot_gap_seconds=300, heartbeat_interval_seconds=30)).collect()
+    (row,) = _changes(
+        spark, [(T0, "c1", [0, 1]), (T0, "c2", [2, 3]), (T2, "c1", [0, 1, 2, 3])], rounds=[
+            ("k", "g", T1, ["c1", "c2"], ["c1", "c2"], stale, [], unheard,
+             [("c1", ["t"]), ("c2", ["t"])]),
+            ("k", "g", t3, ["c1"], ["c1"], [], [], unheard[:1], [("c1", ["t"])])])
     assert (row.trigger, row.queues_moved, row.clients_before, row.clients_after) == (
         trigger, 2, 2, 1)
     assert row.evidence.startswith(evidence), row.evidence
