@@ -37,3 +37,23 @@ def test_the_batch_rows_setting_sizes_the_embedded_engines_batches():
         assert proc.returncode == 0, proc.stderr[-3000:]
         largest[rows] = int(proc.stdout.strip().splitlines()[-1])
     assert largest == {3000: 3000, 4096: 4096}
+
+
+_STRINGS_PROBE = """
+import os
+from jobs.engine import open_session
+
+with open_session("sail") as spark:
+    print(os.environ.get("SAIL_PARQUET__SCHEMA_FORCE_VIEW_TYPES"), spark.range(1).count())
+"""
+
+
+@pytest.mark.sail_only
+def test_the_embedded_engine_reads_plain_strings_whatever_it_inherits():
+    """Sail starts with Parquet strings read as plain ``Utf8``, not view types (faster and
+    smaller here, benchmarks/RESULTS.md session 30), also when the parent process set otherwise."""
+    env = {**os.environ, "SAIL_PARQUET__SCHEMA_FORCE_VIEW_TYPES": "true", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", _STRINGS_PROBE], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "false 1"
