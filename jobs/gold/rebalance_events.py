@@ -10,7 +10,8 @@ A run of consecutive snapshots whose assignment or membership differs from the s
 is one rebalance (clients rebalance within milliseconds of the broker's notification, but
 periodic runs and late running-info answers can spread one rebalance over two rounds). Per
 (group, topic) and rebalance: ``queues_moved`` = queues whose set of owning ids differs between
-the snapshot before the run and its last snapshot; runs that move nothing are not events.
+the snapshot before the run and its last snapshot, a member silent at either of them owning
+nothing (its process is gone or paused); runs that move nothing are not events.
 
 ``trigger``, the first that holds (facts §2.1, §4):
 - ``CLIENT_EXPIRED``: an id left whose last connection record was already stale (no heartbeat
@@ -213,17 +214,30 @@ def queues_moved(runs_df: DataFrame, observations_df: DataFrame) -> DataFrame:
     """``RUN_KEY`` + ``queues_moved``: the queues whose set of owning ids differs between a run's
     end rounds — ``before_ids`` at ``before_ts`` and ``after_ids`` at ``after_ts``, each member
     owning its newest observation's set (none when it has no observation yet). Runs that move
-    nothing have no row."""
+    nothing have no row.
+
+    A member stale at either end round (``before_stale_ids``, ``after_stale_ids``: no heartbeat
+    for over 2 intervals, so its process is gone or paused and only the broker's expiry scan
+    still lists it) owns nothing at either end: its newest set is from before it went silent, and
+    what happened to those queues then is no move of this rebalance. Counted, a crashed process
+    that a supervisor restarted under a new id kept the queues of its last allocation next to
+    their new owners: its expiry moved 6 queues where 4 changed hands, and the restart's join,
+    whose last round already found it silent, 6 where 4 did (the ``crash-restart`` day). An id
+    without heartbeat times is never stale (unknown): it keeps its set."""
     # both ends from one reference to the runs, picked by a side number: an array of the two
     # ends as structs crashes Sail 0.7.2 (test_sail_gap_an_array_of_an_aggregates_structs_...)
-    ends = runs_df.select(*RUN_KEY, "before_ts", "after_ts", "before_ids", "after_ids",
+    stale = F.array_union(F.coalesce("before_stale_ids", _empty_ids()),
+                          F.coalesce("after_stale_ids", _empty_ids()))
+    ends = runs_df.select(*RUN_KEY, "before_ts", "after_ts",
+                          F.array_except("before_ids", stale).alias("_before"),
+                          F.array_except("after_ids", stale).alias("_after"),
                           F.explode(F.array(F.lit(0), F.lit(1))).alias("side"))
     before = F.col("side") == 0
     members = ends.select(*RUN_KEY, "side",
                           F.when(before, F.col("before_ts")).otherwise(F.col("after_ts"))
                           .alias("ts"),
-                          F.explode(F.when(before, F.col("before_ids"))
-                                    .otherwise(F.col("after_ids"))).alias("client_id"))
+                          F.explode(F.when(before, F.col("_before"))
+                                    .otherwise(F.col("_after"))).alias("client_id"))
     # only the observations of the runs' topics: a quiet day has none to look through
     observed = observations_df.join(F.broadcast(runs_df.select(*TOPIC_KEY).distinct()),
                                     on=TOPIC_KEY, how="left_semi")
@@ -297,6 +311,8 @@ def ownership_changes(rounds_df: DataFrame, observations_df: DataFrame, rules: R
         F.min_by("prev_ts", "ts").alias("before_ts"),
         F.min_by("prev_ids", "ts").alias("before_ids"),
         F.max_by("ids", "ts").alias("after_ids"),
+        F.min_by("prev_stale_ids", "ts").alias("before_stale_ids"),
+        F.max_by("stale_ids", "ts").alias("after_stale_ids"),
         F.size(F.min_by("prev_cid_all", "ts")).alias("clients_before"),
         F.size(F.max_by("cid_all", "ts")).alias("clients_after"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("_left")))).alias("left_ids"),

@@ -366,10 +366,10 @@ def _running(spark, sets_at):
          for i, (ts, c, ids) in enumerate(sets_at)], RUNNING_OBSERVATIONS)
 
 
-def _changes(spark, sets_at, round_times=(), rounds=None):
-    """``ownership_changes`` of c1 and c2 with the running-info ``sets_at``, over ``rounds``
-    (``FULL_ROUNDS`` rows), or over rounds at ``round_times`` where both are listed once."""
-    connections = spark.createDataFrame([("k", "g", "c1"), ("k", "g", "c2")],
+def _changes(spark, sets_at, round_times=(), rounds=None, clients=("c1", "c2")):
+    """``ownership_changes`` of ``clients`` with the running-info ``sets_at``, over ``rounds``
+    (``FULL_ROUNDS`` rows), or over rounds at ``round_times`` where c1 and c2 are listed once."""
+    connections = spark.createDataFrame([("k", "g", c) for c in clients],
                                         "cluster string, `group` string, client_id string")
     logs = spark.createDataFrame([], LOG_OBSERVATIONS)
     observations = assignment_observations(logs, _running(spark, sets_at), connections)
@@ -435,6 +435,27 @@ def test_an_id_that_leaves_without_heartbeat_times_is_not_called_a_clean_shutdow
     assert (row.trigger, row.queues_moved, row.clients_before, row.clients_after) == (
         trigger, 2, 2, 1)
     assert row.evidence.startswith(evidence), row.evidence
+
+
+def test_a_crashed_member_restarted_under_a_new_id_owns_nothing_once_silent(spark):
+    """crash-restart: c2 dies after T0 and comes back as c3 (a new id); until the broker's expiry
+    scan drops c2, cidAll lists c1, c2 and c3, and c2's slot (queue 2) is orphaned. c2's newest
+    set is still its last one from before the crash: counted, the expiry moved queues 2 and 3
+    where only queue 2 changed hands (orphaned → c3). A member silent at either end of a run
+    owns nothing at either end."""
+    t3, t4, t5 = (T2 + dt.timedelta(seconds=s) for s in (30, 60, 90))
+    subs = lambda ids: [(c, ["t"]) for c in ids]  # noqa: E731
+    three, two = ["c1", "c2", "c3"], ["c1", "c3"]
+    rows = _changes(
+        spark, [(T0, "c1", [0, 1]), (T0, "c2", [2, 3]), (T2, "c3", [3]),
+                (t4 + dt.timedelta(seconds=10), "c3", [2, 3])], clients=three, rounds=[
+            ("k", "g", T1, ["c1", "c2"], ["c1", "c2"], [], [], [], subs(["c1", "c2"])),
+            ("k", "g", t3, three, three, ["c2"], ["c2"], [], subs(three)),
+            ("k", "g", t4, three, three, ["c2"], ["c2"], [], subs(three)),
+            ("k", "g", t5, two, two, [], [], [], subs(two))])
+    assert sorted((r.ts, r.trigger, r.queues_moved, r.clients_before, r.clients_after)
+                  for r in rows) == [(t3, "CLIENT_JOINED", 1, 2, 3),
+                                     (t5, "CLIENT_EXPIRED", 1, 3, 2)]
 
 
 def test_a_set_that_changes_and_changes_back_between_two_rounds_moves_nothing(spark):
