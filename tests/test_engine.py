@@ -50,8 +50,9 @@ with open_session("sail") as spark:
 
 @pytest.mark.sail_only
 def test_the_embedded_engine_reads_plain_strings_whatever_it_inherits():
-    """Sail starts with Parquet strings read as plain ``Utf8``, not view types (faster and
-    smaller here, benchmarks/RESULTS.md session 30), also when the parent process set otherwise."""
+    """The embedded server starts told to read Parquet strings as plain ``Utf8``, not view types
+    (faster and smaller here, benchmarks/RESULTS.md session 30): the variable its server reads
+    at start is ours, also when the parent process set another value."""
     env = {**os.environ, "SAIL_PARQUET__SCHEMA_FORCE_VIEW_TYPES": "true", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", _STRINGS_PROBE], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)

@@ -221,9 +221,10 @@ def queues_moved(runs_df: DataFrame, observations_df: DataFrame) -> DataFrame:
     still lists it) owns nothing at either end: its newest set is from before it went silent, and
     what happened to those queues then is no move of this rebalance. Counted, a crashed process
     that a supervisor restarted under a new id kept the queues of its last allocation next to
-    their new owners: its expiry moved 6 queues where 4 changed hands, and the restart's join,
-    whose last round already found it silent, 6 where 4 did (the ``crash-restart`` day). An id
-    without heartbeat times is never stale (unknown): it keeps its set."""
+    their new owners, and its expiry moved 6 queues where 4 changed hands (the ``crash-restart``
+    day). Left out at both ends, not only where it is silent: the restart's join found it silent
+    at its last round only, and leaving it out there alone moved its old queues at the join (6
+    where 4 did). An id without heartbeat times is never stale (unknown): it keeps its set."""
     # both ends from one reference to the runs, picked by a side number: an array of the two
     # ends as structs crashes Sail 0.7.2 (test_sail_gap_an_array_of_an_aggregates_structs_...)
     stale = F.array_union(F.coalesce("before_stale_ids", _empty_ids()),
