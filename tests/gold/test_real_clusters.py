@@ -5,8 +5,9 @@ them is gone."""
 import pytest
 
 from jobs.simulate.run import simulate
-from tests.gold.conftest import expected, iso, run_layers
+from tests.gold.conftest import expected, run_layers
 from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth, double_key, found
+from tests.gold.test_rebalance import event_key, found_events
 
 WINDOW = ("09:50", "10:20")
 SCENARIOS = ["logs-only", "offsets-connections-only", "progress-na-loop", "running-info-3min",
@@ -109,12 +110,9 @@ def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     assert layers["gold"]["double_owned_queues"].collect() == []
     # the restart's join and the stale id's expiry, each with the queues that changed hands: the
     # dead process's last set is no ownership once it is silent (before, the expiry moved 6)
-    from tests.gold.test_rebalance import event_key
     by_topic = {}
-    for r in layers["gold"]["rebalance_events"].collect():
-        d = r.asDict()
-        d["ts"] = iso(d["ts"])
-        by_topic.setdefault(d["topic"], []).append(event_key(d))
+    for key in found_events(layers["gold"]["rebalance_events"]):
+        by_topic.setdefault(key[1], []).append(key)
     want = {}
     for r in expected(truth, "expected_rebalance_events"):
         want.setdefault(r["topic"], []).append(event_key(r))
@@ -187,7 +185,6 @@ def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
     queues at once and the new owners log the take, but the old owners' running infos list
     them until the next round: STALE_OWNER (INFO), the rows the truth computes from the answers
     the simulator wrote. The join itself is one CLIENT_JOINED event."""
-    from tests.gold.test_rebalance import event_key
 
     truth, layers = real_day("real-cluster")
     group = "GID_ri_3min_join"
@@ -197,11 +194,7 @@ def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
         ("STALE_OWNER", "INFO")}
     assert found(gold["double_owned_queues"].where(f"`group` = '{group}'"), double_key) == sorted(
         double_key(r) for r in want)
-    events = []
-    for r in gold["rebalance_events"].where(f"`group` = '{group}'").collect():
-        d = r.asDict()
-        d["ts"] = iso(d["ts"])
-        events.append(event_key(d))
+    events = found_events(gold["rebalance_events"].where(f"`group` = '{group}'"))
     assert events == [event_key(r) for r in expected(truth, "expected_rebalance_events")
                       if r["group"] == group]
     (health,) = [r for r in gold["group_health"].collect() if r.group == group]

@@ -61,14 +61,15 @@ def event_key(r):
             r["clients_after"], r["queues_moved"], r.get("flaps_per_hour"))
 
 
+def found_events(rebalance_events_df):
+    """``event_key`` of every gold.rebalance_events row, ``ts`` as the truth writes it."""
+    return [event_key({**r.asDict(), "ts": iso(r.ts)}) for r in rebalance_events_df.collect()]
+
+
 @pytest.mark.parametrize("scenario", classic_days(EVENT_SCENARIOS))
 def test_rebalance_events_equal_the_truth(scenario_day, scenario):
     truth, layers = scenario_day(scenario)
-    found = []
-    for r in layers["gold"]["rebalance_events"].collect():
-        d = r.asDict()
-        d["ts"] = iso(d["ts"])
-        found.append(event_key(d))
+    found = found_events(layers["gold"]["rebalance_events"])
     assert sorted(found) == sorted(event_key(r) for r in expected(truth, "expected_rebalance_events"))
 
 
