@@ -201,12 +201,13 @@ def _row(cells: list) -> str:
 
 
 def median_runs(runs: list[dict]) -> dict[tuple[str, str, str], dict]:
-    """Per (scale, engine, format), the run of median wall (the lower middle one of an even
-    count): what the targets are judged on when ``--repeat`` ran each setup more than once."""
+    """Per (scale, engine, format), the run of median wall (the slower middle one of an even
+    count, so two runs are judged on the slower): what the targets are judged on when
+    ``--repeat`` ran each setup more than once."""
     by: dict[tuple[str, str, str], list[dict]] = {}
     for r in runs:
         by.setdefault((r["scale"], r["engine"], r["format"]), []).append(r)
-    return {key: sorted(rs, key=lambda r: r["wall"])[(len(rs) - 1) // 2] for key, rs in by.items()}
+    return {key: sorted(rs, key=lambda r: r["wall"])[len(rs) // 2] for key, rs in by.items()}
 
 
 def _of_runs(runs: list[dict], median: dict) -> str:

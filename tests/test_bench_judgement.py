@@ -19,8 +19,10 @@ def test_the_median_run_of_each_setup_is_judged_whatever_the_order_of_the_runs()
     assert by[("M", "spark", "delta")]["wall"] == 900.0
 
 
-def test_an_even_count_of_runs_is_judged_on_the_lower_middle_one():
-    assert median_runs([_run(210.0), _run(190.0)])[("M", "sail", "delta")]["wall"] == 190.0
+def test_an_even_count_of_runs_is_judged_on_the_slower_middle_one():
+    assert median_runs([_run(190.0), _run(210.0)])[("M", "sail", "delta")]["wall"] == 210.0
+    assert median_runs([_run(400.0), _run(190.0), _run(210.0), _run(180.0)])[
+        ("M", "sail", "delta")]["wall"] == 210.0
 
 
 def test_the_judged_line_lists_every_run_of_its_setup_only_when_there_were_several():
