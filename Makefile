@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint chromium test-sail test-spark test-spark-days test-airflow venv clean bench dist
+.PHONY: demo test lint chromium test-sail test-spark test-acceptance test-airflow venv clean bench dist
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "python3.11 not found: install Python 3.11 or run 'make PY=/path/to/python3.11'"; exit 1; }
@@ -20,10 +20,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/rocketlens demo --lake demo-out/lake --out demo-out
 
-# The suite runs twice: everything on Sail, then every transform on classic Spark local[2]
-# (Delta tests deselected there: the Delta jars come from Maven Central, out of reach here;
-# the real spark-submit runs there too, on a Parquet lake). Then the Airflow DAG tests, in
-# their own venv with real Airflow 3 (airflow/run_tests.sh).
+# `make test`: lint, the whole suite on Sail, the classic parity tier (every test that exercises
+# the engine, on classic Spark local[2]: transforms, detectors, the hand day, the mixed days; the
+# others — pure Python, and the CLI, which runs Sail whatever the pass — are deselected there,
+# tests/conftest.py), then the Airflow DAG tests in their own venv with real Airflow 3
+# (airflow/run_tests.sh). `make test-acceptance` is the heavier classic tier: the single-scenario
+# simulated days and the real spark-submit. `.ci/run` runs both; every test runs in one of them.
+# JUNIT_DIR=dir writes each pass's JUnit XML report there (the slowest tests: --durations).
 test: $(STAMP) lint chromium test-sail test-spark test-airflow
 
 # ruff and mypy, configured in pyproject.toml ([tool.ruff], [tool.mypy]).
@@ -43,21 +46,22 @@ chromium:
 	fi
 
 # Two pytest workers (pytest-xdist), a test file each at a time: one process alone keeps about
-# one core busy (small frames: the engines wait on the driver), two keep both. Each worker opens
-# its own session and builds the session fixtures it needs. TEST_WORKERS=0 runs in one process.
+# one core busy (small frames: the engines wait on the driver), two keep both. What several files
+# read (simulated days, lakes) is built once per run and shared by the workers (shared_dir in
+# tests/conftest.py). TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
+JUNIT_DIR ?=
+PYTEST = $(BIN)/pytest -q $(XDIST) --durations=30 $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/$@.xml)
 
 test-sail: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=sail $(BIN)/pytest -q $(XDIST) -m "not spark_only"
+	ROCKETLENS_TEST_ENGINE=sail $(PYTEST) -m "not spark_only"
 
 test-spark: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q $(XDIST) -m "not delta and not sail_only and not heavy_day"
+	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "not heavy_day and not spark_only"
 
-# The scenario days of one scenario each on classic Spark (the mixed days run in test-spark);
-# never part of `make test`, for CI time. Sail runs them all in test-sail.
-test-spark-days: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(BIN)/pytest -q $(XDIST) -m "heavy_day and not delta and not sail_only"
+test-acceptance: $(STAMP)
+	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "heavy_day or spark_only"
 
 test-airflow: $(STAMP)  # the DAG-run tests start the project venv's CLI and Sail server
 	PY=$(PY) bash airflow/run_tests.sh

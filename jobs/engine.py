@@ -54,9 +54,12 @@ def open_session(engine: str = "sail", *, remote: str | None = None, delta: bool
                  app_name: str = "rocketlens",
                  connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
                  sail_memory_pool_mib: int = SAIL_MEMORY_POOL_MIB,
-                 sail_batch_rows: int = SAIL_BATCH_ROWS) -> Iterator[SparkSession]:
+                 sail_batch_rows: int = SAIL_BATCH_ROWS,
+                 local_conf: dict[str, str] | None = None) -> Iterator[SparkSession]:
     """Yield a ready SparkSession for ``engine`` and stop it (and its server) afterwards.
 
+    ``local_conf``: further settings of a local classic session (the tests' engine settings);
+    ignored under spark-submit, whose settings are the cluster's, and by the other engines.
     Raises ``EngineError`` (or a subclass) when the session cannot be had, before any work.
     """
     if engine == "sail":
@@ -64,7 +67,8 @@ def open_session(engine: str = "sail", *, remote: str | None = None, delta: bool
             yield spark
     elif engine == "spark":
         spark = _classic_session(delta=delta, master=master,
-                                 shuffle_partitions=shuffle_partitions, app_name=app_name)
+                                 shuffle_partitions=shuffle_partitions, app_name=app_name,
+                                 local_conf=local_conf or {})
         try:
             yield spark
         finally:
@@ -199,7 +203,7 @@ def _stop_quietly(server) -> None:
 
 
 def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int,
-                     app_name: str) -> SparkSession:
+                     app_name: str, local_conf: dict[str, str]) -> SparkSession:
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # the JVM exists already (spark-submit)
     if not under_submit and java_executable() is None:
         home = os.environ.get("JAVA_HOME")
@@ -222,6 +226,8 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
                    # day the same ones again: the default cache of 100 recompiled them each time
                    # (a simulated day on local[2]: 143 s cold, 70-77 s with the classes cached)
                    .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES)))
+        for key, value in local_conf.items():
+            builder = builder.config(key, value)
     for key, value in COMMON_CONF.items():
         builder = builder.config(key, value)
     if delta:

@@ -3,7 +3,7 @@ metrics: duplicate client ids on 11-21 and 11-22 (a fault that persists), a heal
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, shared_dir
 
 DAYS = {"2025-11-21": "duplicate-client-id", "2025-11-22": "duplicate-client-id",
         "2025-11-23": "healthy"}
@@ -12,13 +12,15 @@ WINDOW = "00:00-00:40"
 
 @pytest.fixture(scope="session")
 def days_lake(tmp_path_factory):
-    root = tmp_path_factory.mktemp("days")
-    for day, scenario in DAYS.items():
-        run_cli("simulate", "--scenario", scenario, "--date", day, "--landing",
-                str(root / "landing"), "--window", WINDOW)
-        run_cli("run", "--date", day, "--landing", str(root / "landing"), "--lake",
-                str(root / "lake"))
-    return root / "lake"
+    """Built once per run; the tests only read it (several check that nothing was written)."""
+    def build(root):
+        for day, scenario in DAYS.items():
+            run_cli("simulate", "--scenario", scenario, "--date", day, "--landing",
+                    str(root / "landing"), "--window", WINDOW)
+            run_cli("run", "--date", day, "--landing", str(root / "landing"), "--lake",
+                    str(root / "lake"))
+
+    return shared_dir(tmp_path_factory, "days", build) / "lake"
 
 
 def lake_files(lake):

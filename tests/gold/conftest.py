@@ -2,8 +2,10 @@
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
+from pyspark.sql.types import StructType
 
 from jobs import lake
 from jobs.pipeline import (
@@ -17,7 +19,7 @@ from jobs.pipeline import (
 from jobs.rules.clocks import host_clock_skew
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
-from tests.conftest import TEST_ENGINE
+from tests.conftest import TEST_ENGINE, shared_dir
 
 DAY = dt.date(2025, 11, 21)
 # Part of the day is enough for every fault; the simulator still runs the day up to the window.
@@ -33,11 +35,11 @@ WINDOWS = {
 }
 
 
-# The days the classic-Spark pass of `make test` runs: the healthy day (the no-fault guard) and
+# The days the classic parity tier (`make test`) runs: the healthy day (the no-fault guard) and
 # the master-down day (its fault with its controls). Each other single-fault day costs 70-150 s
-# there (15 s on Sail) and is a `heavy_day` left to `make test-spark-days`; its rules run on both
-# engines in the unit tests of tests/rules and tests/gold, and the mixed real-cluster and
-# consume-stalls days run on both.
+# there (15 s on Sail) and is a `heavy_day` of the acceptance tier (`make test-acceptance`, also
+# in CI); its rules run on both engines in the unit tests of tests/rules and tests/gold, and the
+# mixed real-cluster and consume-stalls days run on both in the parity tier.
 CLASSIC_DAYS = {"healthy", "master-down"}
 
 
@@ -64,19 +66,64 @@ def run_layers(spark, landing, staging, settings=Settings()):
     return {"bronze": bronze, "silver": silver, "gold": gold}
 
 
+LAYERS_MANIFEST = "layers.json"
+
+
+def shared_layers(spark, tmp_path_factory, key: str, name: str, window: tuple[str, str],
+                  settings: Settings = Settings()):
+    """(truth, layers) of scenario ``name`` simulated in ``window`` and computed by
+    ``run_layers``, once per pytest run: the first worker computes and stages every table (with
+    a manifest of their schemas), the others read the staged tables back — the same Parquet
+    files the first worker's frames read. The truth is read back from ``_truth.json`` by all."""
+    def build(root):
+        simulate(name, DAY, root / "landing", seed=0, window=window)
+        layers = run_layers(spark, root / "landing", root / "staging", settings)
+        manifest = {layer: {table: df.schema.json() for table, df in frames.items()}
+                    for layer, frames in layers.items()}
+        (root / LAYERS_MANIFEST).write_text(json.dumps(manifest))
+
+    root = shared_dir(tmp_path_factory, f"layers-{TEST_ENGINE}-{key}", build)
+    truth = json.loads((root / "landing" / "_truth.json").read_text())
+    manifest = json.loads((root / LAYERS_MANIFEST).read_text())
+    layers = {layer: {table: _read_staged(spark, root / "staging", f"{layer}.{table}",
+                                          StructType.fromJson(json.loads(schema)))
+                      for table, schema in tables.items()}
+              for layer, tables in manifest.items()}
+    return truth, layers
+
+
+def _read_staged(spark, staging, name: str, schema: StructType):
+    """A table ``run_layers`` staged, as ``lake.stage`` reads it back (no folder: no rows)."""
+    path = Path(lake.staging_path(staging, "test", name))
+    if not path.is_dir():
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(str(path))
+
+
 @pytest.fixture(scope="session")
-def scenario_day(spark, tmp_path_factory):
-    """``scenario_day(name)`` → (truth dict, layers) — simulated and computed once per session."""
+def scenario_days(spark, tmp_path_factory):
+    """``scenario_days(name)`` → (truth dict, layers) — simulated and computed once per run."""
     cache = {}
 
     def get(name):
         if name not in cache:
-            # a test reading another day there must be marked heavy_day (CI time)
-            assert TEST_ENGINE != "spark" or name in CLASSIC_DAYS, f"mark the test heavy_day: {name}"
-            root = tmp_path_factory.mktemp(name)
-            truth = simulate(name, DAY, root / "landing", seed=0, window=WINDOWS[name])
-            cache[name] = (truth, run_layers(spark, root / "landing", root / "staging"))
+            cache[name] = shared_layers(spark, tmp_path_factory, name, name, WINDOWS[name])
         return cache[name]
+
+    return get
+
+
+@pytest.fixture
+def scenario_day(scenario_days, request):
+    """``scenario_days`` for one test: on classic Spark, a day beside ``CLASSIC_DAYS`` needs
+    the test marked ``heavy_day`` (it then runs in the acceptance tier, for the parity tier's
+    time)."""
+    heavy = request.node.get_closest_marker("heavy_day") is not None
+
+    def get(name):
+        assert TEST_ENGINE != "spark" or heavy or name in CLASSIC_DAYS, \
+            f"mark the test heavy_day: {name}"
+        return scenario_days(name)
 
     return get
 

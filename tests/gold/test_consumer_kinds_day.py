@@ -11,7 +11,7 @@ from jobs.simulate.run import simulate
 from tests.gold.conftest import DAY, run_layers
 from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth
 
-# classic Spark: in `make test-spark-days` (CI time); the consume-stalls day, which holds every
+# classic Spark: in the acceptance tier, `make test-acceptance` (CI runs it); the consume-stalls day, which holds every
 # consumer kind too, runs in the classic pass
 pytestmark = pytest.mark.heavy_day
 

@@ -3,6 +3,7 @@ engines: each one's gold tables equal its truth, and what the broken rules used 
 them is gone."""
 
 import pytest
+from pyspark.sql import functions as F
 
 from jobs.simulate.run import simulate
 from tests.gold.conftest import expected, run_layers
@@ -37,20 +38,38 @@ def stuck_key(r):
             r["severity"])
 
 
-# one pipeline day per scenario: the classic pass of `make test` runs the mixed `real-cluster` day
-# (every scenario in one cluster) and leaves these to `make test-spark-days` (CI time)
-@pytest.mark.parametrize("scenario", [pytest.param(s, marks=pytest.mark.heavy_day) for s in SCENARIOS]
-                         + ["real-cluster"])
-def test_gold_tables_equal_the_truth(real_day, scenario):
-    truth, layers = real_day(scenario)
+# The mixed `real-cluster` day holds every scenario of SCENARIOS (its `include`), each as its own
+# group: the tests below read their scenario's group from it rather than a day of its own.
+MIXED = "real-cluster"
+
+
+def test_the_mixed_day_holds_every_scenario():
+    import tomllib
+    from pathlib import Path
+
+    import jobs.simulate.scenarios as builtin
+
+    mixed = tomllib.loads((Path(builtin.__file__).parent / f"{MIXED}.toml").read_text())
+    assert set(SCENARIOS) <= set(mixed["include"])
+
+
+def test_gold_tables_equal_the_truth(real_day):
+    truth, layers = real_day(MIXED)
     assert_queue_findings_equal_truth(layers["gold"], truth, stuck_key)
+
+
+def of_group(layers, group):
+    """Every table of every layer, only ``group``'s rows (the tables without the column whole)."""
+    return {layer: {name: df.where(F.col("group") == group) if "group" in df.columns else df
+                    for name, df in frames.items()}
+            for layer, frames in layers.items()}
 
 
 def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
     """Issue #17 acceptance: groups without an injected fault are OK, and no finding of theirs
     is WARN or CRITICAL. A crash the supervisor restarts at once (with a new id, or keeping it)
     is no fault to act on: those groups are held to the same."""
-    truth, layers = real_day("real-cluster")
+    truth, layers = real_day(MIXED)
     faulty = {f["group"] for f in truth["faults"] if f["kind"] != "consumer_crash"}
     assert {"GID_restart_audit", "GID_restart_keepid"} <= {f["group"] for f in truth["faults"]}
     gold = layers["gold"]
@@ -66,45 +85,42 @@ def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
         assert loud == [], table
 
 
-@pytest.mark.heavy_day
 def test_logs_only_owners_come_from_the_latest_rebalance_sets(real_day):
     """Case 1: every snapshot after the clients started has a live owner from the logs."""
-    _, layers = real_day("logs-only")
+    layers = of_group(real_day(MIXED)[1], "GID_logs_only")
     rows = layers["silver"]["queue_state"].where("ts > '2025-11-21 09:53:00'").collect()
     assert rows and all(r.owner_count == 1 for r in rows)
 
 
-@pytest.mark.heavy_day
 def test_offsets_and_connections_only_owners_come_from_client_ip(real_day):
     """Case 2."""
-    _, layers = real_day("offsets-connections-only")
+    layers = of_group(real_day(MIXED)[1], "GID_blind_billing")
     rows = layers["silver"]["queue_state"].collect()
     assert rows and all(r.owner_count == 1 and r.owned_by_ip_only for r in rows
                         if r.ts.minute > 50 or r.ts.hour > 9)
 
 
-@pytest.mark.heavy_day
 def test_na_from_an_aborted_progress_loop_removes_no_owner(real_day):
     """Case 3: every queue says N/A, every queue has its live owner."""
-    _, layers = real_day("progress-na-loop")
+    layers = of_group(real_day(MIXED)[1], "GID_na_loop")
     rows = layers["silver"]["queue_state"].where("ts > '2025-11-21 09:51:00'").collect()
     assert rows and all(r.broker_reports_no_owner for r in rows)
     assert all(r.owner_count == 1 for r in rows)
 
 
-@pytest.mark.heavy_day
 def test_master_and_slave_channels_are_one_process(real_day):
     """Case 5."""
-    _, layers = real_day("master-slave-channels")
+    layers = of_group(real_day(MIXED)[1], "GID_ms_orders")
     members = layers["silver"]["group_members"].collect()
     assert members and {r.processes for r in members} == {1}
     assert {len(r.broker_addrs) for r in members} == {4}
 
 
-@pytest.mark.heavy_day
 def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     """Case 6."""
-    truth, layers = real_day("crash-restart")
+    group = "GID_restart_audit"
+    truth, layers = real_day(MIXED)
+    layers = of_group(layers, group)
     rows = layers["gold"]["orphaned_queues"].collect()
     assert rows and {(r.root_cause, r.severity) for r in rows} == {("REBALANCE_GAP", "INFO")}
     assert layers["gold"]["double_owned_queues"].collect() == []
@@ -115,7 +131,8 @@ def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
         by_topic.setdefault(key[1], []).append(key)
     want = {}
     for r in expected(truth, "expected_rebalance_events"):
-        want.setdefault(r["topic"], []).append(event_key(r))
+        if r["group"] == group:
+            want.setdefault(r["topic"], []).append(event_key(r))
     assert sorted(by_topic["restart-audit"]) == sorted(want["restart-audit"])
     # the retry topic's one queue: the same expiry and move, but the new id's first observation
     # of it came after the join's round, so its run starts at the round before the join (3
@@ -126,13 +143,12 @@ def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     assert (retry[4], truth_retry[4]) == (3, 4)
 
 
-@pytest.mark.heavy_day
 def test_a_restart_that_keeps_its_id_is_a_rebalance_gap_not_a_duplicate_client_id(real_day):
     """No fault: a fixed instanceName keeps the id across a crash and restart. For about 100 s
     the broker lists the dead process's channel beside the new one (cidAll has the id twice,
     so one slot is orphaned), but only one of them heartbeats: a REBALANCE_GAP (INFO) and a
     restart's two rebalances, never DUPLICATE_CLIENT_ID. Before, this day was a WARN."""
-    _, layers = real_day("crash-restart-same-id")
+    layers = of_group(real_day(MIXED)[1], "GID_restart_keepid")
     gold, silver = layers["gold"], layers["silver"]
     listed_twice = silver["group_members"].where("processes > 1").collect()
     assert listed_twice and {(r.running_processes, r.is_duplicate_id) for r in listed_twice} == {
@@ -171,10 +187,9 @@ def test_a_restart_that_keeps_its_id_seen_by_mqadmin_is_no_duplicate_either(real
             "id; the connection records carry no heartbeat times") in events[1].evidence
 
 
-@pytest.mark.heavy_day
 def test_an_abandoned_group_is_one_info_note(real_day):
     """Case 7."""
-    _, layers = real_day("abandoned-group")
+    layers = of_group(real_day(MIXED)[1], "GID_retired")
     (row,) = layers["gold"]["group_health"].collect()
     assert row.status == "OK" and row.orphaned_queues == 0 and row.stuck_queues == 0
     assert len(row.findings) == 1 and row.findings[0].startswith("INFO abandoned: ")
@@ -186,7 +201,7 @@ def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
     them until the next round: STALE_OWNER (INFO), the rows the truth computes from the answers
     the simulator wrote. The join itself is one CLIENT_JOINED event."""
 
-    truth, layers = real_day("real-cluster")
+    truth, layers = real_day(MIXED)
     group = "GID_ri_3min_join"
     gold = layers["gold"]
     want = [r for r in expected(truth, "expected_double_owned_queues") if r["group"] == group]
@@ -201,10 +216,9 @@ def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
     assert health.status == "OK"
 
 
-@pytest.mark.heavy_day
 def test_partial_subscription_records_make_no_storm(real_day):
     """Case 9."""
-    _, layers = real_day("partial-subscriptions")
+    layers = of_group(real_day(MIXED)[1], "GID_partial_subs")
     assert layers["gold"]["rebalance_events"].collect() == []
 
 

@@ -99,7 +99,7 @@ def test_the_mqadmin_landing_holds_no_json_lines_for_the_three_sources(landings)
         assert names and not [n for n in names if ".jsonl" in n], source
 
 
-@pytest.mark.heavy_day  # two pipeline days: on classic Spark in `make test-spark-days` (CI time)
+@pytest.mark.heavy_day  # two pipeline days: on classic Spark in `make test-acceptance`
 def test_same_bronze_records_and_gold_findings_in_memory(spark, landings, tmp_path):
     layers = {fmt: run_layers(spark, landings / fmt, tmp_path / fmt) for fmt in ("jsonl", "mqadmin")}
     for source in ("offsets", "connections", "running_info"):

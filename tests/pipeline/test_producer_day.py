@@ -18,7 +18,7 @@ from schemas.lake_comments import column_comment
 from tests.conftest import run_cli
 from tests.gold.conftest import DAY, run_layers
 
-# classic Spark: in `make test-spark-days` (CI time); the producer-skew day runs the producer
+# classic Spark: in the acceptance tier, `make test-acceptance` (CI runs it); the producer-skew day runs the producer
 # findings in the classic pass
 pytestmark = pytest.mark.heavy_day
 

@@ -76,7 +76,7 @@ def spark_owned(spark):
     return result
 
 
-@pytest.fixture(params=["python", "spark"])
+@pytest.fixture(params=["python", pytest.param("spark", marks=pytest.mark.engine)])
 def owned(request):
     if request.param == "python":
         return python_owned
