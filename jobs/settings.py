@@ -126,6 +126,11 @@ class ProducerSettings(_Section):
     hot_min_minutes: int = Field(60, ge=1)
     starved_min_minutes: int = Field(3, ge=1)
     starved_warn_minutes: int = Field(10, ge=1)
+    # HOT_QUEUE is WARN only when no other queue of the topic grows by more than this fraction of
+    # the hot queue's lag growth: healthy lags wobble by tens of messages between snapshots
+    lag_growth_noise: float = Field(0.1, ge=0, lt=1)
+
+
 class NotifySettings(_Section):
     # apprise URLs for `rocketlens notify` when no --to is given (they may hold secrets: prefer
     # the env var ROCKETLENS__NOTIFY__URLS='["slack://…"]' or a --conf file readable by the job only)

@@ -5,8 +5,9 @@ share (rocketmq-facts.md §7). Found here, from the broker offsets in silver.que
 - ``HOT_QUEUE``: over ≥ ``hot_min_minutes`` consecutive minutes one queue of a topic with ≥ 4
   queues takes ≥ ``hot_queue_factor`` × the even share (1 / queues) of ≥ ``min_messages``
   messages — typical of ``SelectMessageQueueByHash`` with skewed keys. ``WARN`` when a consuming
-  group's lag on that queue grows over the window while its lag on every other queue of the topic
-  does not (the owner cannot keep up with the hot queue), else ``INFO``.
+  group's lag on that queue grows over the window (its peak above its lag at the window's start)
+  while no other queue of the topic grows by more than ``lag_growth_noise`` × that growth (the
+  owner cannot keep up with the hot queue), else ``INFO`` (:func:`lag_growth_groups`).
 - ``BROKER_STARVED``: every queue of one broker of a topic gets nothing for ≥
   ``starved_min_minutes`` while each other broker of the topic keeps receiving (≥ half its median
   per-minute rate of the day, a median of ≥ 1 message a minute), and the starved broker received
@@ -40,30 +41,35 @@ from jobs.columns import sorted_set
 from jobs.gold.queue_load import TOPIC_QUEUE, queue_intervals
 from jobs.lake import Stage, no_staging
 from jobs.rules.episodes import minutes_between, number_flagged_rows, with_episode_id
+from jobs.settings import DetectionSettings, ProducerSettings
 from jobs.time_joins import join_between, time_bucket
 
 FINDING_COLUMNS = ["date", "cluster", "topic", "broker_name", "queue_id", "finding", "first_seen", "last_seen",
                    "minutes", "share", "even_share", "groups", "evidence", "severity"]
 MIN_HOT_QUEUE_TOPIC_QUEUES = 4
+_DEFAULTS = ProducerSettings()
+_DETECTION_DEFAULTS = DetectionSettings()
 
 
 @dataclass(frozen=True)
 class ProducerRules:
     """DESIGN.md §5.2 thresholds (conf ``[producer]``) and the snapshot gap that ends a window."""
 
-    min_messages: int = 1000
-    hot_queue_factor: float = 2.0
-    hot_min_minutes: int = 60
-    starved_min_minutes: int = 3
-    starved_warn_minutes: int = 10
-    max_snapshot_gap_seconds: int = 300
+    min_messages: int = _DEFAULTS.min_messages
+    hot_queue_factor: float = _DEFAULTS.hot_queue_factor
+    hot_min_minutes: int = _DEFAULTS.hot_min_minutes
+    starved_min_minutes: int = _DEFAULTS.starved_min_minutes
+    starved_warn_minutes: int = _DEFAULTS.starved_warn_minutes
+    max_snapshot_gap_seconds: int = _DETECTION_DEFAULTS.max_snapshot_gap_seconds
+    lag_growth_noise: float = _DEFAULTS.lag_growth_noise
 
 
 def producer_rules(settings) -> ProducerRules:
     """The rules from ``settings.producer`` (conf ``[producer]``) and ``detection.max_snapshot_gap_seconds``."""
     p = settings.producer
     return ProducerRules(p.min_messages, p.hot_queue_factor, p.hot_min_minutes, p.starved_min_minutes,
-                         p.starved_warn_minutes, settings.detection.max_snapshot_gap_seconds)
+                         p.starved_warn_minutes, settings.detection.max_snapshot_gap_seconds,
+                         p.lag_growth_noise)
 
 
 def is_producer_topic(topic: Column) -> Column:
@@ -252,28 +258,41 @@ def hot_queue_windows(intervals_df: DataFrame, rules: ProducerRules, *,
                    & (F.col("share") >= F.col("even_share") * rules.hot_queue_factor)))
 
 
-def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame) -> DataFrame:
-    """Per hot window, ``lagging_groups``: the groups whose lag on the hot queue is higher at the
-    window's last snapshot than at its first while no other queue of the topic grew for them."""
-    offsets = queue_offsets_df.select(
+def lag_growth_groups(windows_df: DataFrame, queue_offsets_df: DataFrame, noise: float) -> DataFrame:
+    """Per hot window (``TOPIC_QUEUE``, ``first_seen``, ``last_seen``), ``lagging_groups``: the
+    consuming groups (``queue_offsets_df``: ``cluster, topic, group, broker_name, queue_id, ts,
+    lag``) that fall behind on the hot queue alone (DESIGN.md §5.2).
+
+    A queue's growth over the window is its peak lag in [first_seen, last_seen] less its lag at
+    the window's first snapshot: read at the two ends only, the growth missed a backlog that
+    built up and drained inside the window, and the ends may lie up to ``hot_min_minutes`` away
+    from the skew. A group falls behind when its hot queue grows (> 0) while no other queue of
+    the topic grows by more than ``noise`` × that growth. Healthy lags are never flat: the broker
+    shows the commit the owner persisted up to 5 s ago while producers keep writing
+    (RemoteBrokerOffsetStore, rocketmq-facts.md §5.4), so they wobble by tens of messages between
+    snapshots, and a saturated owner's other queues settle at a higher queueing level. Judged as
+    an exact "no other queue grew", one wobble among several queues kept a hot queue whose lag
+    rose by orders of magnitude at ``INFO``. A snapshot without a lag (null) is no evidence, and a
+    group with no lag on any other queue of the topic cannot show that the hot queue alone grows."""
+    offsets = queue_offsets_df.where(F.col("lag").isNotNull()).select(
         "cluster", "topic", "group", F.col("broker_name").alias("_broker"), F.col("queue_id").alias("_queue"),
         F.col("ts").alias("_ts"), "lag")
     key = [*TOPIC_QUEUE, "first_seen"]
     # a window (≥ 60 min) meets only the offsets of the quarter hours it spans: joined on the
-    # topic alone, every window met all of its topic's rows of the day. The first and last lag
-    # by min_by/max_by (silver.queue_offsets has one row per group, queue and snapshot): a
-    # min/max of a struct is slow on Sail (these two were 11 of lag growth's 13 s at M)
+    # topic alone, every window met all of its topic's rows of the day. The start lag by min_by
+    # (silver.queue_offsets has one row per group, queue and snapshot): a min of a struct is
+    # slow on Sail
     joined = join_between(windows_df.select(*key, "last_seen"), offsets, ["cluster", "topic"],
                           "first_seen", "last_seen", "_ts", 15 * 60)
     per_queue = (joined.groupBy(*key, "group", "_broker", "_queue")
-                 .agg(F.min_by("lag", "_ts").alias("_start"), F.max_by("lag", "_ts").alias("_end"))
-                 .withColumn("_growth", F.col("_end") - F.col("_start"))
+                 .agg(F.min_by("lag", "_ts").alias("_start"), F.max("lag").alias("_peak"))
+                 .withColumn("_growth", F.col("_peak") - F.col("_start"))
                  .withColumn("_is_hot", (F.col("_broker") == F.col("broker_name"))
                              & (F.col("_queue") == F.col("queue_id"))))
     per_group = (per_queue.groupBy(*key, "group")
                  .agg(F.max(F.when(F.col("_is_hot"), F.col("_growth"))).alias("_hot_growth"),
                       F.max(F.when(~F.col("_is_hot"), F.col("_growth"))).alias("_other_growth")))
-    lagging = (F.col("_hot_growth") > 0) & (F.coalesce(F.col("_other_growth"), F.lit(0)) <= 0)
+    lagging = (F.col("_hot_growth") > 0) & (F.col("_other_growth") <= F.lit(noise) * F.col("_hot_growth"))
     return (per_group.where(lagging).groupBy(*key)
             .agg(F.array_sort(F.collect_list("group")).alias("lagging_groups")))
 
@@ -285,7 +304,7 @@ def build_hot_queues(intervals_df: DataFrame, queue_offsets_df: DataFrame, rules
     is joined back to (unstaged, computed twice)."""
     windows = stage(hot_queue_windows(intervals_df, rules), "gold.hot_queue_windows")
     key = [*TOPIC_QUEUE, "first_seen"]
-    found = windows.join(lag_growth_groups(windows, queue_offsets_df), key, "left")
+    found = windows.join(lag_growth_groups(windows, queue_offsets_df, rules.lag_growth_noise), key, "left")
     lagging = F.coalesce(F.col("lagging_groups"), F.array().cast(ArrayType(StringType())))
     evidence = F.concat(
         F.format_string("queue %s/%d of %s took %s of the topic's %d messages from %s to %s UTC (%.0f min), "

@@ -37,11 +37,20 @@ stuck. Root cause, first that holds (``cause_chain``, the one place that orders 
   thread is blocked, e.g. on a downstream call that hangs (facts §5.3 "Hung consumer").
 - ``UNKNOWN``: a live owner, no evidence either way.
 
+Running-info evidence (rates, cached counts, spans, the listener) is read only from snapshots at
+which the pin still holds (``pinned_snapshots``): taken no later than the episode's last pinned
+offsets snapshot, by an owner whose own mq_table still shows the pinned commit offset. A
+snapshot of the recovery — between the last pinned offsets snapshot and the first moved one,
+with the commit already past the pin and an OK rate counting the backlog finishing — describes
+the release, not the episode (DESIGN.md §5). The other queues' commits are read over
+(stuck_since, last_seen] for the same reason; a flow-control log line counts only when it names
+the pinned offset as its ``minOffset``, which shows the pin itself.
+
 Fields: ``blocking_offset`` = the pinned offset (SLOW_MESSAGE; CONSUME_FAILING when the owner's
 process queue holds the committed offset as its first message — in the cache or, orderly, in
 the listener); ``in_flight_span`` = the largest ``cached_msg_max_offset − cached_msg_min_offset``
-in the episode's running info; ``flow_controlled`` = at a snapshot of the episode the queue
-cached more than the client's pullThresholdForQueue messages (an orderly client counts the
+in the episode's pinned running info; ``flow_controlled`` = at a pinned snapshot of the episode
+the queue cached more than the client's pullThresholdForQueue messages (an orderly client counts the
 messages in its listener too) or more than its pullThresholdSizeForQueue MiB (any push
 consumer), or its span reached consumeConcurrentlyMaxSpan (concurrent consumers only; RocketMQ
 never checks the span of an orderly one) — the client's properties, else the settings — or a
@@ -178,26 +187,53 @@ def stuck_episodes(snapshots_df: DataFrame, queue_state_df: DataFrame,
                 "_next_ts", plus_seconds(F.col("last_seen"), rules.max_snapshot_gap_seconds))))
 
 
-def _owner_rows(episodes_df: DataFrame, df: DataFrame, on: list[str]) -> DataFrame:
-    """Rows of ``df`` (running-info facts with ``client_id`` and ``ts``) from the episode's owners
-    at snapshots in [stuck_since, the queue's next snapshot), with ``_settled``: taken a full TPS
-    window after the episode started."""
-    window = episodes_df.select(*EPISODE_KEY, "committed_offset", "stuck_since", "_until",
+def pinned_snapshots(episodes_df: DataFrame, process_queues_df: DataFrame) -> DataFrame:
+    """``EPISODE_KEY, client_id, ts``: the running-info snapshots of the episode's owners at which
+    the pin still holds — taken in [stuck_since, last_seen] (no later than the episode's last
+    pinned offsets snapshot) and whose own mq_table entry for the queue (silver.process_queues,
+    not dropped) still shows the pinned offset as its ``commit_offset``. The only snapshots cause
+    evidence is read from (DESIGN.md §5).
+
+    Collectors run on independent cycles of about a minute, so a running-info snapshot often
+    falls between the episode's last offsets snapshot and the next one, after the release: its
+    mq_table already shows the commit past the pinned offset (the client's in-memory offset,
+    which the broker learns at the next 5 s persist, facts §5.4), and its one-minute OK rate
+    (ConsumerStatsManager, facts §6.1) counts the backlog finishing after the release. Read as
+    evidence, that one snapshot of the recovery made a hung consumer's episode SLOW_MESSAGE. A
+    snapshot whose mq_table does not list the queue, or lists no commit offset for it, cannot
+    show the pin and is no evidence either."""
+    window = episodes_df.select(*EPISODE_KEY, "committed_offset", "stuck_since", "last_seen",
                                 "_owners")
+    pq = process_queues_df.where(~F.col("dropped")).select(*QUEUE_KEY, "client_id", "ts",
+                                                           "commit_offset")
+    return (window.join(pq, on=QUEUE_KEY, how="inner")
+            .where((F.col("ts") >= F.col("stuck_since")) & (F.col("ts") <= F.col("last_seen"))
+                   & F.array_contains("_owners", F.col("client_id"))
+                   & (F.col("commit_offset") == F.col("committed_offset")))
+            .select(*EPISODE_KEY, "client_id", "ts"))
+
+
+def _owner_rows(episodes_df: DataFrame, df: DataFrame, on: list[str],
+                pinned_df: DataFrame) -> DataFrame:
+    """Rows of ``df`` (running-info facts with ``client_id`` and ``ts``) of the episode's
+    ``pinned_snapshots`` (``pinned_df``), with ``_settled``: taken a full TPS window after the
+    episode started."""
+    window = episodes_df.select(*EPISODE_KEY, "committed_offset", "stuck_since")
     settled = (F.unix_millis("ts") - F.unix_millis("stuck_since")
                >= F.lit(TPS_WINDOW_SECONDS * 1000))
     return (window.join(df, on=on, how="inner")
-            .where((F.col("ts") >= F.col("stuck_since")) & (F.col("ts") < F.col("_until"))
-                   & F.array_contains("_owners", F.col("client_id")))
+            .join(pinned_df, on=[*EPISODE_KEY, "client_id", "ts"], how="left_semi")
             .withColumn("_settled", settled))
 
 
 def process_queue_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
-                           client_config_df: DataFrame, rules: StuckRules) -> DataFrame:
-    """Per episode, what the owners' ProcessQueue of the queue shows (facts §5.3, §6.1): the
-    in-flight span, flow control per consumption mode, whether the committed offset is the first
-    cached message (pinned) or, orderly, the message in the listener, whether the cache drained
-    while pinned, and whether messages wait behind the first one."""
+                           client_config_df: DataFrame, rules: StuckRules,
+                           pinned_df: DataFrame) -> DataFrame:
+    """Per episode, what the owners' ProcessQueue of the queue shows at the snapshots where the
+    pin holds (``pinned_df``, :func:`pinned_snapshots`; facts §5.3, §6.1): the in-flight span,
+    flow control per consumption mode, whether the committed offset is the first cached message
+    (pinned) or, orderly, the message in the listener, whether the cache drained while pinned,
+    and whether messages wait behind the first one."""
     pq = process_queues_df.where(~F.col("dropped")).select(
         *QUEUE_KEY, "client_id", "ts", "cached_msg_min_offset", "cached_msg_max_offset",
         "cached_msg_count", "cached_msg_size_mib", "transaction_msg_min_offset",
@@ -205,7 +241,7 @@ def process_queue_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
     cfg = client_config_df.select("cluster", "group", "client_id", "ts",
                                   "consume_concurrently_max_span", "pull_threshold_for_queue",
                                   "pull_threshold_size_for_queue_mib", "is_orderly")
-    rows = (_owner_rows(episodes_df, pq, QUEUE_KEY)
+    rows = (_owner_rows(episodes_df, pq, QUEUE_KEY, pinned_df)
             .join(cfg, on=["cluster", "group", "client_id", "ts"], how="left"))
     orderly = F.coalesce("is_orderly", F.lit(False))
     count = F.coalesce("cached_msg_count", F.lit(0))
@@ -262,13 +298,15 @@ def process_queue_evidence(episodes_df: DataFrame, process_queues_df: DataFrame,
         .alias("_pinned_by"))
 
 
-def consume_status_evidence(episodes_df: DataFrame, consume_status_df: DataFrame) -> DataFrame:
-    """Per episode, the owners' consume rates for the topic (silver.consume_status): how many
-    snapshots report failures, and — a full TPS window into the episode — whether messages
-    finished (OK rate > 0) or nothing did (both rates 0)."""
+def consume_status_evidence(episodes_df: DataFrame, consume_status_df: DataFrame,
+                            pinned_df: DataFrame) -> DataFrame:
+    """Per episode, the owners' consume rates for the topic (silver.consume_status) at the
+    snapshots where the pin holds (``pinned_df``: the status table and the mq_table are one
+    running-info answer): how many report failures, and — a full TPS window into the episode —
+    whether messages finished (OK rate > 0) or nothing did (both rates 0)."""
     status = consume_status_df.select("cluster", "group", "client_id", "ts", "topic",
                                       "consume_ok_tps", "consume_failed_tps")
-    rows = _owner_rows(episodes_df, status, ["cluster", "group", "topic"])
+    rows = _owner_rows(episodes_df, status, ["cluster", "group", "topic"], pinned_df)
     settled = F.col("_settled")
     ok, failed = F.col("consume_ok_tps"), F.col("consume_failed_tps")
     return rows.groupBy(*EPISODE_KEY).agg(
@@ -547,8 +585,10 @@ def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
     ``master_down_windows_df``: ``jobs.rules.master_down.build_master_down_windows`` (MASTER_DOWN
     needs it; without it no episode gets that cause)."""
     joined = episodes_df
-    for part in (process_queue_evidence(episodes_df, process_queues_df, client_config_df, rules),
-                 consume_status_evidence(episodes_df, consume_status_df),
+    pinned = pinned_snapshots(episodes_df, process_queues_df)
+    for part in (process_queue_evidence(episodes_df, process_queues_df, client_config_df, rules,
+                                        pinned),
+                 consume_status_evidence(episodes_df, consume_status_df, pinned),
                  other_queues_evidence(episodes_df, queue_state_df),
                  log_evidence(episodes_df, log_events_df)):
         joined = joined.join(part, on=EPISODE_KEY, how="left")

@@ -89,7 +89,9 @@ class Stall:
     started: bool = False
     ended: bool = False
     blocking: dict[int, int] = field(default_factory=dict)  # gq -> its frozen commit
-    flow_controlled: set[int] = field(default_factory=set)  # cached > pullThresholdForQueue seen
+    # gq -> times of the owner's running-info answers that showed the commit still frozen and more
+    # than pullThresholdForQueue messages cached
+    flow_controlled: dict[int, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -227,6 +229,14 @@ class Flow:
         self.pending: list[tuple[int, int, str]] = []  # log lines due later than their step
         # the exporter's collection second plus its fixed run time; connections/running_info vary
         self.offsets_phase_ms = int(prng.integers(100, 1000))
+        # groups polled for running info on their own cycle (Group.running_info_phase), by phase;
+        # their own draws and their own previous commits for the minute rates
+        self.ri_rng = np.random.Generator(np.random.PCG64(seed + 17))
+        self.ri_phases: dict[int, list] = {}
+        for group in scenario.groups:
+            if group.running_info_phase:
+                self.ri_phases.setdefault(group.running_info_phase * 1000, []).append(group)
+        self.shifted_prev_commit = self.commit.copy()
         self.track = Track()
         self.tracked_group_names = self.tracked_groups()
         self.tracked = [i for i, (g, _) in enumerate(self.gq_keys) if g in self.tracked_group_names]
@@ -433,6 +443,10 @@ class Flow:
                 self._history(t)
                 if in_out:
                     self._snapshot(t)
+            if in_out and fine:
+                for phase, groups in self.ri_phases.items():
+                    if (t - SNAPSHOT_PHASE_MS - phase) % COARSE_MS == 0:
+                        self._shifted_running_info(t, groups)
             # 7. client log lines of this step
             while ei < len(events) and events[ei].t <= t:
                 e = events[ei]
@@ -812,25 +826,47 @@ class Flow:
         self.track.connection_ts.append(ts_conn)
         # running_info: per client id, answered by its first channel (facts §3, §6.1)
         ts_ri = t + int(self.rng.integers(2600, 5000))
-        iso8 = clock.iso_gmt8(ts_ri)
+        self._running_info_round(ts_ri, [g for g in self.scenario.groups if not g.running_info_phase],
+                                 self.prev_commit)
+        self.prev_commit = self.commit.copy()
+
+    def _shifted_running_info(self, t: int, groups: list) -> None:
+        """A running-info round of ``groups`` on their own cycle, ``running_info_phase`` after the
+        offsets collection: the state of step ``t``, which may already show a stall released
+        after the last offsets snapshot (commit moved, the minute's OK rate counting the backlog)."""
+        self._running_info_round(t + int(self.ri_rng.integers(2600, 5000)), groups, self.shifted_prev_commit)
+        gqs = [i for i, (g, _) in enumerate(self.gq_keys) if g in {group.name for group in groups}]
+        self.shifted_prev_commit[gqs] = self.commit[gqs]
+
+    def _running_info_round(self, ts_ri: int, groups: list, prev_commit: np.ndarray) -> None:
+        """One line per answering client id of ``groups`` (facts §3, §6.1); the minute rates count
+        the commits since ``prev_commit`` (the group's previous round)."""
+        iso8 = self.clock.iso_gmt8(ts_ri)
         ri = []
         commit = self.commit.tolist()
-        for st in self.stalls:
-            for gq in st.blocking:
-                if self.pulled[gq] - self.commit[gq] > self.scenario.group(self.gq_keys[gq][0]).pull_threshold:
-                    st.flow_controlled.add(gq)
         minute = len(self.track.connection_ts) - 1
-        for group in self.scenario.groups:
+        for group in groups:
             if not group.running_info or minute % group.running_info_every:
                 continue
             for p in self.running_info_processes(group.name, ts_ri):
                 if p.spec.name in group.admin_unanswered:
                     continue
                 ri.append(f'{{"ts":"{iso8}",{self.ri_head[p.idx]}"subscriptions":{self._subs(p)},'
-                          f'"mq_table":{self._mq_table(p, ts_ri, commit)},"status_table":{self._status(p, ts_ri)}}}')
+                          f'"mq_table":{self._mq_table(p, ts_ri, commit)},'
+                          f'"status_table":{self._status(p, ts_ri, prev_commit)}}}')
                 self._track_answer(ts_ri, p)
+                self._track_stall_flow_control(ts_ri, p)
         self.files.write_lines("running_info", ts_ri, "part-00000.jsonl", ri)
-        self.prev_commit = self.commit.copy()
+
+    def _track_stall_flow_control(self, ts: int, p: Process) -> None:
+        """Ground truth of flow control during a stall as the answer shows it: the queue's commit
+        still at its frozen offset and more than pullThresholdForQueue messages cached."""
+        owned = set(self.proc_gqs[p.idx])
+        for st in self.stalls:
+            for gq, frozen_at in st.blocking.items():
+                if gq in owned and self.commit[gq] == frozen_at and \
+                        self.pulled[gq] - self.commit[gq] > self.scenario.group(self.gq_keys[gq][0]).pull_threshold:
+                    st.flow_controlled.setdefault(gq, []).append(ts)
 
     def _track_answer(self, t: int, p: Process) -> None:
         """Ground truth of what a running-info answer listed (stale listings, DESIGN.md §5.1)."""
@@ -905,13 +941,13 @@ class Flow:
                 f'"last_consume_timestamp":{lc}}}')
         return "[" + ",".join(rows) + "]"
 
-    def _status(self, p: Process, ts: int) -> str:
+    def _status(self, p: Process, ts: int, prev_commit: np.ndarray) -> str:
         if not consumer_kinds.reports_status_table(self.groups[p.group].kind):
             return "[]"
         rows = []
         for topic in p.topics:
             gqs = [i for i in self.proc_gqs[p.idx] if self.gq_keys[i][1].topic == topic]
-            done = sum(int(self.commit[i] - self.prev_commit[i]) for i in gqs)
+            done = sum(int(self.commit[i] - prev_commit[i]) for i in gqs)
             tps = max(0.0, done / 60.0)
             # failed: the minute rate and the hour's sum (ConsumerStatsManager, facts §6.1), of an
             # orderly poison message and of a message that keeps failing (master down or not)

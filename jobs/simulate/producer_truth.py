@@ -5,7 +5,8 @@ producers (:mod:`jobs.simulate.producers`) made, read off the simulation's groun
   queue ≥ ``hot_queue_factor`` × the even share: the shares are the hash selection's over the keys'
   popularity (round robin is even). Listed with its share; the window is the whole output window
   (the choice does not change during the day). ``severity`` is ``WARN`` when a consuming group's lag
-  on that queue grew over the window while no other queue of the topic grew for it, else ``INFO``.
+  on that queue grew over the window (its peak above its lag at the first snapshot) while no other
+  queue of the topic grew by more than ``lag_growth_noise`` × that growth, else ``INFO``.
 - ``BROKER_STARVED``: a run of consecutive offsets snapshots in which one broker of a topic received
   nothing while each other broker received messages in every interval, after it had received some
   in the window; ``first_seen``/``last_seen`` are the run's first interval start and last snapshot.
@@ -60,10 +61,10 @@ def _hot_severity(flow: Flow, topic: str, broker: str, queue: int, groups: list[
         for gq, (g, mq) in enumerate(flow.gq_keys):
             if g != group or mq.topic != topic or gq not in tr.broker_offset:
                 continue
-            lag = [b - c for b, c in zip(tr.broker_offset[gq], tr.consumer_offset[gq])]
-            growth[(mq.broker_name, mq.queue_id)] = lag[-1] - lag[0]
+            lag = [max(0, b - c) for b, c in zip(tr.broker_offset[gq], tr.consumer_offset[gq])]
+            growth[(mq.broker_name, mq.queue_id)] = max(lag) - lag[0]
         hot = growth.pop((broker, queue), 0)
-        if hot > 0 and all(g <= 0 for g in growth.values()):
+        if hot > 0 and growth and max(growth.values()) <= _PRODUCER.lag_growth_noise * hot:
             return "WARN"
     return "INFO"
 

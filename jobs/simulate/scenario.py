@@ -110,6 +110,10 @@ class Group(_Model):
     # What the collectors gather for this group (DESIGN.md §5.1, real clusters are partial):
     running_info: bool = True  # consumerStatus polled at all
     running_info_every: int = Field(1, ge=1)  # minutes between running-info rounds
+    # seconds after the offsets collection at which the running-info collector polls the group: 0,
+    # in the same pass (a few seconds after); else on its own cycle (collectors run independently,
+    # so an answer can fall between two offsets snapshots). A multiple of the 5 s simulation step.
+    running_info_phase: int = Field(0, ge=0, lt=60, multiple_of=5)
     client_logs: bool = True  # the members' rocketmq_client.log shipped
     persist_logged: bool = True  # [persistAll] lines in those logs
     client_ip: Literal["owner", "none"] = "owner"  # consumerProgress -s run, or not

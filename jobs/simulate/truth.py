@@ -369,7 +369,10 @@ def _fault_entry(fi: int, fault: Fault, scenario: Scenario, cluster: Cluster, fl
                 e, flow, clock, STALL_CAUSE[fault.kind], cluster,
                 # the poison message is first in its owner's process queue (facts §2.6)
                 blocking_offset=st.blocking[e.gq] if st.kind == "poison" else None,
-                flow_controlled=e.gq in st.flow_controlled, redelivery_risk=0,
+                # as the owner's answers between the episode's first and last offsets snapshot
+                # showed it (DESIGN.md §5: evidence only while the pin holds)
+                flow_controlled=any(ts[e.first] <= x <= ts[e.last] for x in st.flow_controlled.get(e.gq, [])),
+                redelivery_risk=0,
                 released_at=clock.iso_z(st.end_ms) if st.ended else None))
             queues.append(mq)
             continue

@@ -125,6 +125,73 @@ def test_hot_queue_stays_info_when_every_queue_of_the_group_lags_more(spark):
     assert row["severity"] == "INFO"
 
 
+
+# HOT_QUEUE severity against lag noise (issue 56, DESIGN.md §5.2): healthy lags wobble by tens of
+# messages between snapshots; the hot queue's growth is its peak over its lag at the window start.
+HOT = ("broker-a", 3)
+
+
+def wobble(mq, minute):
+    """A healthy queue's lag: 40..80 messages, a different phase per queue, never flat."""
+    broker, queue = mq
+    return 40 + (37 * minute + 11 * queue + (5 if broker == "broker-b" else 0)) % 41
+
+
+def hot_lag(hot, others=wobble):
+    """``lag`` for ``offsets_rows``: ``hot(minute)`` on the hot queue, ``others(mq, minute)`` elsewhere."""
+    return lambda mq, minute: hot(minute) if mq == HOT else others(mq, minute)
+
+
+NOISE_CASES = {
+    # the hot queue's lag rises by 1800 while every other queue wobbles by at most 40
+    "NOISY_BEHIND": ("WARN", hot_lag(lambda m: 50 + 20 * m)),
+    # the backlog builds to 1400 and drains again before the window ends: its ends are level
+    "PEAK_INSIDE": ("WARN", hot_lag(lambda m: 50 + 30 * min(m, 90 - m))),
+    # every queue's lag grows: the consumers are simply slow (others +450 > 0.1 x 1800)
+    "ALL_SLOW": ("INFO", hot_lag(lambda m: 50 + 20 * m, lambda mq, m: 5 * m + wobble(mq, m))),
+    # the hot queue drains: its peak is its start
+    "DRAINING": ("INFO", hot_lag(lambda m: 2000 - 20 * m)),
+    # the hot queue only wobbles too: a growth of tens is within the others' noise
+    "WOBBLE_ONLY": ("INFO", hot_lag(lambda m: wobble(HOT, m) + 5)),
+    # no lag figure on any other queue (a collector that lost them): nothing to compare with
+    "OTHERS_UNKNOWN": ("INFO", hot_lag(lambda m: 50 + 20 * m, lambda mq, m: None)),
+    # no lag figure on the hot queue: no growth
+    "HOT_UNKNOWN": ("INFO", hot_lag(lambda m: None, lambda mq, m: 0)),
+    # the bound: one other queue grows by exactly 0.1 x the hot queue's 900, or by one more
+    "AT_NOISE_BOUND": ("WARN", hot_lag(lambda m: 100 + 10 * m,
+                                       lambda mq, m: 100 + m if mq == ("broker-b", 0) else 100)),
+    "OVER_NOISE_BOUND": ("INFO", hot_lag(lambda m: 100 + 10 * m,
+                                         lambda mq, m: 100 + m + (m == 90) if mq == ("broker-b", 0) else 100)),
+}
+
+
+def test_hot_queue_severity_is_judged_against_lag_noise(spark):
+    # the input is what the cases claim: in the noisy cases some other queue ends above its start
+    # (an end-to-end reading took that for growth) and wobbles by at most 40; PEAK_INSIDE's hot
+    # queue ends where it started
+    for topic in ("NOISY_BEHIND", "PEAK_INSIDE", "DRAINING"):
+        lag = NOISE_CASES[topic][1]
+        assert any(lag(mq, 90) > lag(mq, 0) for mq in EIGHT_QUEUES if mq != HOT), topic
+        assert max(lag(mq, m) - lag(mq, 0) for mq in EIGHT_QUEUES if mq != HOT for m in range(91)) <= 40
+    assert NOISE_CASES["PEAK_INSIDE"][1](HOT, 90) == NOISE_CASES["PEAK_INSIDE"][1](HOT, 0)
+    rows = [offsets_rows(topic, hot_rates(), 90, group="slow", lag=lag) for topic, (_, lag) in NOISE_CASES.items()]
+    found = {r["topic"]: r for r in findings(spark, *rows)}
+    assert {t: (r["finding"], r["severity"]) for t, r in found.items()} == {
+        t: ("HOT_QUEUE", severity) for t, (severity, _) in NOISE_CASES.items()}
+    for r in found.values():
+        assert r["evidence"].endswith("; lag grew on this queue only for slow") == (r["severity"] == "WARN"), r
+
+
+def test_hot_queue_noise_allowance_comes_from_the_settings(spark):
+    from jobs.gold.producer_findings import producer_rules
+    from jobs.settings import Settings
+
+    rows = offsets_rows("NOISY_BEHIND", hot_rates(), 90, group="slow", lag=NOISE_CASES["NOISY_BEHIND"][1])
+    strict = producer_rules(Settings(producer={"lag_growth_noise": 0.0}))
+    assert strict.lag_growth_noise == 0.0 and ProducerRules().lag_growth_noise == 0.1
+    # with no allowance for noise, one other queue's wobble of tens keeps it INFO
+    assert [r["severity"] for r in findings(spark, rows, rules=strict)] == ["INFO"]
+
 def without_minutes(rows, minutes, start=START):
     """``rows`` less the snapshots taken ``minutes`` after ``start`` (a collector that missed them)."""
     missing = {start + dt.timedelta(minutes=m) for m in minutes}

@@ -4,7 +4,8 @@ threads all hang (CONSUMER_HUNG), each signal that shows later messages finishin
 (SLOW_MESSAGE), and the look-alikes that are no such signal — a moving cached max, a moving
 last_consume_timestamp, offset gaps in the cache, a send-back line, an OK rate from before the
 episode — plus flow control per consumption mode. Every queue is pinned at minutes 0–7 with a
-live owner of its own, so only the running info differs."""
+live owner of its own, so only the running info differs. Each answer comes 3 s after an offsets
+snapshot, so the one after minute 7 — the last pinned offsets snapshot — is no evidence (DESIGN.md §5)."""
 
 from chispa import assert_df_equality
 
@@ -28,7 +29,8 @@ STATE = ("cluster string, group string, topic string, broker_name string, queue_
          "consumer_offset_delta long, owners array<string>, owner_count int, "
          "claimed_by array<string>, date date")
 PQ = ("cluster string, group string, client_id string, ts timestamp, topic string, "
-      "broker_name string, queue_id int, cached_msg_min_offset long, cached_msg_max_offset long, "
+      "broker_name string, queue_id int, commit_offset long, cached_msg_min_offset long, "
+      "cached_msg_max_offset long, "
       "cached_msg_count long, cached_msg_size_mib long, transaction_msg_min_offset long, "
       "transaction_msg_count long, dropped boolean, last_consume_at timestamp, date date")
 CONFIG = ("cluster string, group string, client_id string, ts timestamp, is_orderly boolean, "
@@ -56,8 +58,9 @@ def state_rows():
 
 
 def pq_row(q, m, lo, hi, count, *, second=3, size=0, tx_lo=None, tx_count=None, consumed=None):
-    return ("c", "g", OWNER[q], at(m, second), "t", "b", q, lo, hi, count, size, tx_lo, tx_count,
-            False, consumed, DAY)
+    """The owner's mq_table entry of queue ``q``: its commit offset is the pinned one throughout."""
+    return ("c", "g", OWNER[q], at(m, second), "t", "b", q, OFFSET[q], lo, hi, count, size, tx_lo,
+            tx_count, False, consumed, DAY)
 
 
 def pq_rows():
@@ -70,10 +73,10 @@ def pq_rows():
         for q in (10, 12):
             rows.append(pq_row(q, m, o[q], o[q] + 20 * m + 5, 20 * m + 6, consumed=at(m, 2)))
         # h1: every thread hangs: nothing leaves the cache, messages pile up behind the first;
-        # queue 15 passes pullThresholdSizeForQueue (100 MiB) at minute 7
+        # queue 15 passes pullThresholdSizeForQueue (100 MiB) at minute 6
         for q in (14, 15):
             rows.append(pq_row(q, m, o[q], o[q] + 40 + 30 * m, 41 + 30 * m,
-                               size=120 if (q, m) == (15, 7) else 5, consumed=at(-1)))
+                               size=120 if (q, m) == (15, 6) else 5, consumed=at(-1)))
         # n1: the max moves, last_consume moves, offsets in the cache have gaps (tag filter):
         # none of it says that a later message finished
         rows.append(pq_row(16, m, o[16], o[16] + 10 * m + 1, 1, consumed=at(m, 1)))
@@ -84,9 +87,11 @@ def pq_rows():
         rows.append(pq_row(20, m, o[20], o[20] + 2, 3))
         # z1 orderly, hanging in its listener: the message is in consumingMsgOrderlyTreeMap
         rows.append(pq_row(23, m, o[23] + 1, o[23] + 30, 30, tx_lo=o[23], tx_count=1))
+    # k1's and s1's answers with their rates below (status and mq_table are one answer)
+    rows += [pq_row(18, 1, o[18], o[18] + 2, 1, second=9), pq_row(19, 1, o[19], o[19] + 2, 3, second=10)]
     # a stale claimant's view of queue 14 is not the owner's
-    rows.append(("c", "g", "x9", at(3, 3), "t", "b", 14, 14000, 14000, 1, 0, None, None, False,
-                 at(3, 1), DAY))
+    rows.append(("c", "g", "x9", at(3, 3), "t", "b", 14, 14000, 14000, 14000, 1, 0, None, None,
+                 False, at(3, 1), DAY))
     return rows
 
 
@@ -167,12 +172,12 @@ def test_each_cause_and_each_non_signal(spark):
 
 def test_evidence_says_which_signal_decided(spark):
     rows = {r.queue_id: r.evidence for r in run(spark).collect()}
-    assert "reports consume_failed_tps > 0 for the topic at all 8 of its running-info" in rows[10]
+    assert "reports consume_failed_tps > 0 for the topic at all 7 of its running-info" in rows[10]
     assert "orderly consumer: message 10000 is first in its process queue" in rows[10]
     assert "SUSPEND_CURRENT_QUEUE_A_MOMENT" in rows[10]
     assert "all 7 of its running-info snapshots" in rows[20]
     assert rows[14].startswith("owner h1 is live but nothing of the topic finishes")
-    assert "at all 6 of its running-info snapshots a full minute into the episode" in rows[14]
+    assert "at all 5 of its running-info snapshots a full minute into the episode" in rows[14]
     assert "at least 101 messages wait behind offset 14000" in rows[14]
     assert "last consumed at 2025-11-21 09:59:00 UTC" in rows[14]
     assert "the cached message count fell from 6 to 4 at 2025-11-21 10:02:03 UTC" in rows[17]

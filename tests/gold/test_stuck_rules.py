@@ -141,8 +141,10 @@ def silver(spark, rows, schema, full):
 def test_stuck_queues_of_the_hand_day(spark):
     actual = run(spark)
     expected = spark.createDataFrame([
-        # hung message: pinned min = commit while 70 later messages finished; span 70 ≥ c1's 40
-        (2, "c1", at(0), at(7), 7.0, 500, 80, 500, 70, True, 70, at(7, 30), "SLOW_MESSAGE",
+        # hung message: pinned min = commit while later messages finished — 60 of them at 6:03,
+        # its last answer no later than the last pinned offsets snapshot (7:00; the answer at
+        # 7:03 comes after it, DESIGN.md §5); span 60 ≥ c1's 40
+        (2, "c1", at(0), at(7), 7.0, 500, 80, 500, 60, True, 60, at(7, 30), "SLOW_MESSAGE",
          "WARN"),
         # owner went away holding the commit (Burrow's STOP), not a pin
         (3, "c2", at(0), at(7), 7.0, 300, 80, None, None, False, 0, None, "OWNER_DOWN", "WARN"),

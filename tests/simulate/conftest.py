@@ -20,6 +20,7 @@ WINDOWS = {
     "strategy-mismatch": ("09:00", "09:20"),
     "client-leaves": ("09:50", "10:10"),
     "slow-message": ("09:55", "10:20"),
+    "consumer-hung": ("09:55", "10:15"),
     "consumer-crash": ("13:55", "14:15"),
     "sample": ("13:58", "14:05"),
 }

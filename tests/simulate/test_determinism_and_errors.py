@@ -40,6 +40,9 @@ def test_late_records_of_the_last_minutes_land_in_the_next_day_folder(tmp_path):
     ('name = "x"\n[[brokers]]\nname = "b"\n[[topics]]\nname = "t"\nqueues = { b = 4 }\n'
      '[[groups]]\nname = "g"\n[[clients]]\nname = "c"\ngroup = "g"\nip = "1.2.3.4"\npid = 1\n'
      'subscriptions = ["nope"]\n', "subscriptions names unknown topic 'nope'"),
+    # the running-info collector's own cycle is stepped like the simulation (5 s)
+    ('name = "x"\n[[groups]]\nname = "g"\nrunning_info_phase = 7\n',
+     "groups.0.running_info_phase: Input should be a multiple of 5"),
     ('name = "x"\nbrokers = [\n', "not valid TOML"),
     ('name = "x"\ncolour = "red"\n', "colour: Extra inputs are not permitted"),
 ])

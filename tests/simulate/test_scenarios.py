@@ -78,6 +78,35 @@ def test_slow_message_pins_commit_offset_until_the_cleaner_releases_it(simulated
     assert pinned[-1]["broker_offset"] > pinned[0]["broker_offset"]
 
 
+def test_a_running_info_collector_on_its_own_cycle_answers_with_the_recovery_before_the_offsets(simulated):
+    """consumer-hung polls GID_billing 30 s after the offsets collection (``running_info_phase``):
+    the hung client's answer after the release shows the commit past the frozen offset and an
+    OK rate counting the backlog, while the broker's offsets snapshot before it is still pinned
+    (issue 56). Its minute rates count the commits since its own previous answer."""
+    day = simulated("consumer-hung")
+    fault = day.fault("consumer_hang")
+    end = ts_ms(fault["end"])
+    offsets = [r for r in day.records("offsets") if r["group"] == "GID_billing"]
+    assert {ts_ms(r["ts"]) // 1000 % 60 for r in offsets} == {15}
+    answers = sorted(((ts_ms(r["ts"]), r) for r in day.records("running_info") if r["group"] == "GID_billing"),
+                     key=lambda answer: answer[0])
+    assert {t // 1000 % 60 for t, _ in answers} <= set(range(47, 51))
+    for stuck in fault["expected_stuck_queues"]:
+        key = (stuck["topic"], stuck["broker_name"], stuck["queue_id"])
+        last_pinned, pin = ts_ms(stuck["last_seen"]), stuck["committed_offset"]
+        moved = next(ts_ms(r["ts"]) for r in offsets if (r["topic"], r["broker_name"], r["queue_id"]) == key
+                     and ts_ms(r["ts"]) > last_pinned)
+        assert last_pinned < end < moved
+        [recovery] = [r for t, r in answers if last_pinned < t < moved and r["client_id"] == stuck["owner"]]
+        [entry] = [q for q in recovery["mq_table"] if (q["topic"], q["broker_name"], q["queue_id"]) == key]
+        [status] = [s for s in recovery["status_table"] if s["topic"] == stuck["topic"]]
+        assert entry["commit_offset"] > pin and status["consume_ok_tps"] > 0
+        pinned = [r for t, r in answers if ts_ms(stuck["stuck_since"]) + 70_000 <= t <= last_pinned
+                  and r["client_id"] == stuck["owner"]]
+        assert len(pinned) >= 7
+        assert all(s["consume_ok_tps"] == 0 for r in pinned for s in r["status_table"])
+        assert stuck["root_cause"] == "CONSUMER_HUNG" and stuck["flow_controlled"] is True
+
 def test_duplicate_client_id_shows_twice_in_connections_once_in_running_info(simulated):
     day = simulated("duplicate-client-id")
     fault = day.fault("duplicate_client_id")
