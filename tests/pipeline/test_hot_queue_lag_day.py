@@ -13,7 +13,7 @@ from jobs.settings import Settings
 from jobs.simulate.run import simulate
 from tests.gold.conftest import DAY, run_layers
 
-# the classic-Spark pass leaves this day to `make test-spark-days`; the rule's cases run on both
+# classic Spark: in the acceptance tier (`make test-acceptance`); the rule's cases run on both
 # engines in tests/gold/test_producer_load.py
 pytestmark = pytest.mark.heavy_day
 # 45 minutes of records: a 30-minute hot window fits (the default 60 would need a longer day)
