@@ -1,0 +1,64 @@
+"""The seed cases the real cluster reproduces (issue 57), and the clients that make them.
+
+Every case is one consumer group on its own topics (8 queues: 4 on broker-a, 4 on broker-b), so the
+cases run side by side in one cluster and one collected day. A case names what its clients do; what
+rocketlens must find is derived afterwards from what the clients recorded (``truth.py``), never from
+these definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    topics: tuple[str, ...]
+    instance: str | None = None      # same instance in two JVMs on one IP -> one client id
+    orderly: bool = False
+    broadcast: bool = False
+    strategy: str = "avg"            # avg | hash
+    slow_key: str | None = None
+    slow_ms: int = 0
+    fail: bool = False
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    seed: str                         # the seed it reproduces, or "healthy"
+    group: str
+    topics: tuple[str, ...]
+    clients: tuple[Client, ...]
+    healthy: bool = False             # must stay OK with no WARN or CRITICAL
+    notes: str = ""
+    producer: dict = field(default_factory=dict)   # extra SeedProducer options for this case's own producer
+
+
+SLOW_MS = 150_000
+
+CASES: tuple[Case, ...] = (
+    Case("healthy-concurrent", "healthy", "GID_rc_healthy", ("TopicRcHealthy",),
+         (Client("healthy-1", ("TopicRcHealthy",)), Client("healthy-2", ("TopicRcHealthy",))), healthy=True),
+    Case("healthy-orderly", "healthy", "GID_rc_orderly", ("TopicRcOrderly",),
+         (Client("orderly-1", ("TopicRcOrderly",), orderly=True),
+          Client("orderly-2", ("TopicRcOrderly",), orderly=True)), healthy=True),
+    Case("healthy-broadcast", "healthy", "GID_rc_bcast", ("TopicRcBcast",),
+         (Client("bcast-1", ("TopicRcBcast",), broadcast=True),
+          Client("bcast-2", ("TopicRcBcast",), broadcast=True)), healthy=True),
+    Case("duplicate-client-id", "000", "GID_rc_dup", ("TopicRcDup",),
+         (Client("dup-1", ("TopicRcDup",), instance="dup"), Client("dup-2", ("TopicRcDup",), instance="dup")),
+         notes="two JVMs, one instanceName, one IP: one client id 127.0.0.1@dup"),
+    Case("topicB", "004", "GID_rc_topicb", ("TopicRcA", "TopicRcB"),
+         (Client("topicb-1", ("TopicRcA", "TopicRcB")), Client("topicb-2", ("TopicRcA",))),
+         notes="one client on TopicRcA+TopicRcB, one on TopicRcA only"),
+    Case("slow-message", "002", "GID_rc_slow", ("TopicRcSlow",),
+         (Client("slow-1", ("TopicRcSlow",), slow_key="SLOW", slow_ms=SLOW_MS),),
+         notes=f"one message (key SLOW) takes {SLOW_MS // 1000} s; the others keep flowing",
+         producer={"special-key": "SLOW", "special-at": "60"}),
+)
+
+
+def topics_of(cases: tuple[Case, ...] = CASES) -> list[str]:
+    return sorted({t for c in cases for t in c.topics})

@@ -1,0 +1,148 @@
+"""Expected findings from what the clients recorded, `rocketlens run` on the collected day, one line per case.
+
+Truth comes from the clients' side files (``<root>/truth/*.jsonl``), never from rocketlens' rules:
+- a queue of the group's topics that took messages during the traffic window and from which no process
+  of the group received any of them is **orphaned**;
+- a queue from which two processes (pids) received messages, their receive spans overlapping by at least
+  the stuck/orphan threshold, is **double-owned**;
+- the slow message's queue is **stuck** at the slow message's offset (the blocking offset) for as long as
+  the listener held it (``slow_taken`` → ``slow_finished``).
+A healthy case must come out OK with no WARN or CRITICAL finding.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from tests.realcluster import cases as C
+from tests.realcluster.cluster import REPO, log
+
+# Thresholds scaled to a few minutes of traffic (stated in tests/data/real-cluster/README.md).
+CONF = """\
+[ingest]
+# the client JVMs run in the machine's zone (UTC here); rocketmq_client.log 4.9.x uses the JVM zone
+client_log_timezone = "UTC"
+[detection]
+orphan_min_duration_seconds = 60
+stuck_min_duration_seconds = 60
+"""
+MIN_OVERLAP_S = 60
+
+
+def load_truth(root: Path) -> list[dict]:
+    rows = []
+    for f in sorted((root / "truth").glob("*.jsonl")):
+        rows += [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+    return rows
+
+
+def expected(case: C.Case, rows: list[dict]) -> dict:
+    names = {cl.name for cl in case.clients}
+    sent = [r for r in rows if r["ev"] == "sent" and r["topic"] in case.topics]
+    if not sent:
+        return {"error": "nothing was sent"}
+    w0 = min(r["ts"] for r in sent)
+    stops = [r["ts"] for r in rows if r["ev"] == "stopping" and r.get("name") in names]
+    w1 = min([max(r["ts"] for r in sent), *stops])
+    queues = {(r["topic"], r["broker"], r["queue"]) for r in sent if r["ts"] <= w1}
+    spans: dict[tuple, dict[int, list[int]]] = defaultdict(dict)
+    for r in rows:
+        if r["ev"] != "recv" or r.get("name") not in names or r.get("retry_topic") or not (w0 <= r["ts"] <= w1):
+            continue
+        q = (r["topic"], r["broker"], r["queue"])
+        s = spans[q].setdefault(r["pid"], [r["ts"], r["ts"]])
+        s[0], s[1] = min(s[0], r["ts"]), max(s[1], r["ts"])
+    orphaned = sorted(q for q in queues if not spans.get(q))
+    double = []
+    for q, by_pid in spans.items():
+        ivs = sorted(by_pid.values())
+        for i in range(len(ivs)):
+            for j in range(i + 1, len(ivs)):
+                if min(ivs[i][1], ivs[j][1]) - max(ivs[i][0], ivs[j][0]) >= MIN_OVERLAP_S * 1000:
+                    double.append(q)
+    slow = []
+    for r in rows:
+        if r["ev"] == "slow_taken" and r.get("name") in names:
+            fin = next((f for f in rows if f["ev"] == "slow_finished" and f.get("msg_id") == r["msg_id"]), None)
+            held = ((fin["ts"] if fin else w1) - r["ts"]) / 1000
+            if held >= MIN_OVERLAP_S:
+                slow.append(((r["topic"], r["broker"], r["queue"]), r["offset"], round(held)))
+    broadcast = any(cl.broadcast for cl in case.clients)
+    return {"orphaned": [] if broadcast else orphaned, "double": [] if broadcast else sorted(set(double)),
+            "stuck": slow, "window_s": round((w1 - w0) / 1000)}
+
+
+def sql(lake: Path, query: str) -> list[dict]:
+    r = subprocess.run([sys.executable, "-m", "jobs", "sql", query, "--lake", str(lake), "--format", "json"],
+                       capture_output=True, text=True, cwd=REPO)
+    if r.returncode != 0:
+        raise RuntimeError(f"rocketlens sql failed: {r.stderr.strip()[-400:]}")
+    out = r.stdout.strip()
+    if not out:
+        return []
+    if out.startswith("["):
+        return json.loads(out)
+    return [json.loads(ln) for ln in out.splitlines() if ln.strip()]
+
+
+def qs(qs_: list[tuple]) -> str:
+    by: dict[tuple, list[int]] = defaultdict(list)
+    for t, b, q in qs_:
+        by[(t, b)].append(q)
+    return " ".join(f"{t}/{b}/{','.join(map(str, sorted(v)))}" for (t, b), v in sorted(by.items())) or "-"
+
+
+def run_and_compare(root: Path, day: str) -> int:
+    lake = root / "lake"
+    conf = root / "realcluster.toml"
+    conf.write_text(CONF)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "jobs", "run", "--date", day, "--landing", str(root / "landing"),
+                        "--lake", str(lake), "--conf", str(conf)], capture_output=True, text=True, cwd=REPO)
+    (root / "run.log").write_text(r.stdout + r.stderr)
+    log(f"rocketlens run exit {r.returncode} in {time.monotonic() - t0:.0f}s (log {root / 'run.log'})")
+    if r.returncode not in (0, 3):
+        print(f"realcluster: rocketlens run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
+        return 1
+    rows = load_truth(root)
+    g = "`group`"
+    orph = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause FROM gold.orphaned_queues")
+    dbl = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause FROM gold.double_owned_queues")
+    stk = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, blocking_offset "
+                    "FROM gold.stuck_queues WHERE root_cause <> 'NO_OWNER'")
+    health = {h["g"]: h for h in sql(lake, f"SELECT {g} AS g, status, findings FROM gold.group_health")}
+    failed = 0
+    report = []
+    for case in C.CASES:
+        exp = expected(case, rows)
+        got_o = sorted({(x["topic"], x["broker_name"], x["queue_id"]) for x in orph if x["g"] == case.group})
+        got_d = sorted({(x["topic"], x["broker_name"], x["queue_id"]) for x in dbl if x["g"] == case.group})
+        got_s = sorted({((x["topic"], x["broker_name"], x["queue_id"]), x["blocking_offset"])
+                        for x in stk if x["g"] == case.group})
+        causes = sorted({x["root_cause"] for x in orph + dbl + stk if x["g"] == case.group})
+        h = health.get(case.group, {})
+        status = h.get("status", "absent")
+        exp_s = sorted((q, off) for q, off, _ in exp.get("stuck", []))
+        ok = (exp.get("orphaned") == got_o and exp.get("double") == got_d and exp_s == got_s
+              and (not case.healthy or status == "OK"))
+        failed += not ok
+        line = (f"{'PASS' if ok else 'FAIL'} {case.name:<20} seed {case.seed:<7} status={status:<6} "
+                f"orphaned truth={qs(exp.get('orphaned', []))} found={qs(got_o)}; "
+                f"double-owned truth={qs(exp.get('double', []))} found={qs(got_d)}; "
+                f"stuck truth={[(qs([q]), o) for q, o in exp_s] or '-'} found={[(qs([q]), o) for q, o in got_s] or '-'}"
+                f"; causes={','.join(causes) or '-'}")
+        print(line, flush=True)
+        report.append({"case": case.name, "ok": ok, "expected": exp, "status": status,
+                       "findings": h.get("findings"), "orphaned": got_o, "double": got_d, "stuck": got_s,
+                       "causes": causes})
+    (root / "compare.json").write_text(json.dumps(report, indent=1, default=str))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":  # python -m tests.realcluster.compare ROOT DAY: compare again without a cluster
+    sys.exit(run_and_compare(Path(sys.argv[1]), sys.argv[2]))
