@@ -116,19 +116,30 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
         start_collector(procs, lib, root, interval)
         time.sleep(25)  # RebalanceService waits 20 s between rounds: let every group settle first
         start_producers(procs, lib, root, seconds)
-        t_end = time.monotonic() + seconds
+        t_start = time.monotonic()
+        t_end = t_start + seconds
+        leaves = sorted((c.leave[1], f"c-{c.leave[0]}") for c in C.CASES if c.leave)
+        left: set[str] = set()
         while time.monotonic() < t_end:
-            time.sleep(5)
-            dead = [n for n, p in procs.children.items() if p.poll() is not None and not n.startswith("producer")]
+            time.sleep(1)
+            for at, name in leaves:
+                if name not in left and time.monotonic() - t_start >= at:
+                    _harness_truth(root, "leave", name=name[2:])
+                    procs.stop(name)
+                    left.add(name)
+                    log(f"{name[2:]} left its group (SIGTERM, clean shutdown)")
+            dead = [n for n, p in procs.children.items()
+                    if p.poll() is not None and not n.startswith("producer") and n not in left]
             if dead:
                 raise HarnessError(f"{', '.join(dead)} exited early (see {root}/<name>.out)")
         metrics["rss_loaded_mib"] = {n: procs.rss_mib(n) for n in procs.children}
-        log("traffic done; one more round, then stopping clients")
+        # the clients leave while the collector still polls, as they would on a real day
+        log("traffic done; stopping clients while the collector keeps polling")
+        procs.stop_many([n for n in procs.children if n.startswith("producer")])
+        procs.stop_many([n for n in procs.children if n.startswith("c-")])
         time.sleep(interval + 2)
         (root / "collect.stop").touch()
         procs.stop("collector", timeout=30)
-        for n in [n for n in procs.children if n.startswith(("producer", "c-"))]:
-            procs.stop(n)
     except KeyboardInterrupt:
         log("interrupted: stopping everything this run started")
         procs.stop_all()
@@ -202,7 +213,7 @@ def start_producers(procs: Procs, lib: Path, root: Path, seconds: int) -> None:
         if c.producer:
             extra = [x for k, v in c.producer.items() for x in (f"--{k}", v)]
             client_java(procs, lib, f"producer-{c.name}", "SeedProducer",
-                        ["--topic", ",".join(c.topics), "--rate", "4", "--seconds", str(seconds),
+                        ["--topic", ",".join(c.topics), "--rate", str(c.rate), "--seconds", str(seconds),
                          "--name", f"producer-{c.name}", "--truth", str(root / "truth" / f"producer-{c.name}.jsonl"),
                          *extra])
     log("producers started")
@@ -219,6 +230,12 @@ def start_collector(procs: Procs, lib: Path, root: Path, interval: int) -> None:
     (root / "collector").mkdir(exist_ok=True)
     procs.spawn("collector", argv, cwd=root / "collector")
     log(f"collector started: {len(C.CASES)} groups every {interval}s")
+
+
+def _harness_truth(root: Path, ev: str, **kv: object) -> None:
+    """What the harness itself did, beside the clients' truth (truth/harness.jsonl)."""
+    with open(root / "truth" / "harness.jsonl", "a") as f:
+        f.write(json.dumps({"ev": ev, "ts": int(time.time() * 1000), "role": "harness", **kv}) + "\n")
 
 
 def _collector_rounds(root: Path) -> list[str]:

@@ -34,6 +34,8 @@ class Case:
     healthy: bool = False             # must stay OK with no WARN or CRITICAL
     notes: str = ""
     producer: dict = field(default_factory=dict)   # extra SeedProducer options for this case's own producer
+    rate: int = 4                     # messages per second of that producer
+    leave: tuple[str, int] | None = None            # (client, seconds after traffic starts): SIGTERM, it leaves
 
 
 SLOW_MS = 150_000
@@ -57,6 +59,16 @@ CASES: tuple[Case, ...] = (
          (Client("slow-1", ("TopicRcSlow",), slow_key="SLOW", slow_ms=SLOW_MS),),
          notes=f"one message (key SLOW) takes {SLOW_MS // 1000} s; the others keep flowing",
          producer={"special-key": "SLOW", "special-at": "60"}),
+    Case("leave-avg", "003", "GID_rc_leave_avg", ("TopicRcLeaveAvg",),
+         tuple(Client(f"leave-avg-{i}", ("TopicRcLeaveAvg",)) for i in range(1, 5)),
+         notes="4 clients under AVG, one leaves (clean shutdown) mid-traffic", leave=("leave-avg-2", 90)),
+    Case("leave-hash", "003", "GID_rc_leave_hash", ("TopicRcLeaveHash",),
+         tuple(Client(f"leave-hash-{i}", ("TopicRcLeaveHash",), strategy="hash") for i in range(1, 5)),
+         notes="4 clients under CONSISTENT_HASH, one leaves (clean shutdown) mid-traffic", leave=("leave-hash-2", 90)),
+    Case("producer-skew", "001", "GID_rc_skew", ("TopicRcSkew",),
+         (Client("skew-1", ("TopicRcSkew",)), Client("skew-2", ("TopicRcSkew",))),
+         notes="SelectMessageQueueByHash on a key that is HOT for 80 % of the messages",
+         producer={"hash": "true", "hot-key": "HOT", "hot-share": "0.8"}, rate=8),
 )
 
 

@@ -156,15 +156,31 @@ class Procs:
                 _wait_gone(pid, self.children.get(name), 5)
         pidfile.unlink(missing_ok=True)
 
+    def stop_many(self, names: list[str], timeout: float = 20.0) -> None:
+        """SIGTERM to all at once, then wait (a broker's shutdown hook takes ~3 s)."""
+        for n in names:
+            pidfile = self.root / "pids" / f"{n}.pid"
+            if pidfile.exists():
+                pid = int(pidfile.read_text().split()[0])
+                if _ours(pid, self.marker, self.children.get(n)):
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+        for n in names:
+            self.stop(n, timeout=timeout)
+
     def stop_all(self) -> None:
         """Clients first (they shut down against live brokers), then slaves, masters, name server."""
         piddir = self.root / "pids"
         if not piddir.exists():
             return
-        order = {"broker-b-s": 1, "broker-a": 2, "broker-b": 2, "namesrv": 3}
-        names = sorted((p.stem for p in piddir.glob("*.pid")), key=lambda n: order.get(n, 0))
-        for n in names:
-            self.stop(n)
+        names = [p.stem for p in piddir.glob("*.pid")]
+        servers = ["broker-b-s", "broker-a", "broker-b", "namesrv"]
+        self.stop_many([n for n in names if n not in servers])
+        self.stop_many([n for n in ["broker-b-s"] if n in names])
+        self.stop_many([n for n in ["broker-a", "broker-b"] if n in names])
+        self.stop_many([n for n in ["namesrv"] if n in names])
 
 
 def _ours(pid: int, marker: str, child: subprocess.Popen | None) -> bool:

@@ -30,6 +30,10 @@ client_log_timezone = "UTC"
 [detection]
 orphan_min_duration_seconds = 60
 stuck_min_duration_seconds = 60
+[producer]
+# HOT_QUEUE over 2 minutes of a few hundred messages instead of 60 minutes of 1000
+hot_min_minutes = 2
+min_messages = 200
 """
 MIN_OVERLAP_S = 60
 
@@ -58,6 +62,12 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
         s = spans[q].setdefault(r["pid"], [r["ts"], r["ts"]])
         s[0], s[1] = min(s[0], r["ts"]), max(s[1], r["ts"])
     orphaned = sorted(q for q in queues if not spans.get(q))
+    held = held_spans(rows, names, w0, w1)
+    for q, by_pid in held.items():  # retry queues: no message, but both processes held them
+        if q[0].startswith("%RETRY%"):
+            for pid, ivs in by_pid.items():
+                for iv in ivs:
+                    spans.setdefault(q, {}).setdefault(pid, list(iv))
     double = []
     for q, by_pid in spans.items():
         ivs = sorted(by_pid.values())
@@ -73,8 +83,75 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
             if held >= MIN_OVERLAP_S:
                 slow.append(((r["topic"], r["broker"], r["queue"]), r["offset"], round(held)))
     broadcast = any(cl.broadcast for cl in case.clients)
-    return {"orphaned": [] if broadcast else orphaned, "double": [] if broadcast else sorted(set(double)),
-            "stuck": slow, "window_s": round((w1 - w0) / 1000)}
+    out = {"orphaned": [] if broadcast else orphaned, "double": [] if broadcast else sorted(set(double)),
+           "stuck": slow, "window_s": round((w1 - w0) / 1000)}
+    if case.leave:
+        out["leave"] = leave_truth(case, rows)
+    if case.producer.get("hot-key"):
+        out["hot"] = hot_truth(case, sent)
+    return out
+
+
+def held_spans(rows: list[dict], names: set[str], w0: int, w1: int) -> dict[tuple, dict[int, list[tuple[int, int]]]]:
+    """Per queue and pid, the intervals the client's own process-queue table held it ('owned' lines)."""
+    out: dict[tuple, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    by_pid: dict[int, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r.get("name") in names and r["ev"] in ("owned", "stopping"):
+            by_pid[r["pid"]].append(r)
+    for pid, evs in by_pid.items():
+        evs.sort(key=lambda r: r["ts"])
+        for i, e in enumerate(evs):
+            if e["ev"] != "owned":
+                continue
+            end = evs[i + 1]["ts"] if i + 1 < len(evs) else w1
+            a, b = max(e["ts"], w0), min(end, w1)
+            if b <= a:
+                continue
+            for q in filter(None, e["queues"].split(" ")):
+                t, br, qid = q.split("|")
+                out[(t, br, int(qid))][pid].append((a, b))
+    return out
+
+
+def holders_at(rows: list[dict], names: set[str], ts: int) -> dict[tuple, set[str]]:
+    last: dict[str, dict] = {}
+    for r in sorted(rows, key=lambda r: r["ts"]):
+        if r["ts"] > ts:
+            break
+        if r.get("name") in names and r["ev"] == "owned":
+            last[r["name"]] = r
+        if r.get("name") in names and r["ev"] == "stopping":
+            last.pop(r["name"], None)
+    out: dict[tuple, set[str]] = defaultdict(set)
+    for name, r in last.items():
+        for q in filter(None, r["queues"].split(" ")):
+            t, br, qid = q.split("|")
+            if not t.startswith("%RETRY%"):
+                out[(t, br, int(qid))].add(name)
+    return out
+
+
+def leave_truth(case: C.Case, rows: list[dict]) -> dict:
+    """Queues whose holder changed between just before the leave and 40 s after (clients' own tables)."""
+    names = {cl.name for cl in case.clients}
+    assert case.leave is not None
+    lv = next((r for r in rows if r["ev"] == "leave" and r.get("name") == case.leave[0]), None)
+    if lv is None:
+        return {"error": "no leave recorded"}
+    before = holders_at(rows, names, lv["ts"] - 1000)
+    after = holders_at(rows, names, lv["ts"] + 40_000)
+    moved = sorted(q for q in set(before) | set(after) if before.get(q) != after.get(q))
+    return {"ts": lv["ts"], "moved": len(moved), "clients_before": len({n for v in before.values() for n in v}),
+            "clients_after": len({n for v in after.values() for n in v})}
+
+
+def hot_truth(case: C.Case, sent: list[dict]) -> dict:
+    per: dict[tuple, int] = defaultdict(int)
+    for r in sent:
+        per[(r["topic"], r["broker"], r["queue"])] += 1
+    q, n = max(per.items(), key=lambda kv: kv[1])
+    return {"queue": f"{q[0]}/{q[1]}/{q[2]}", "share": round(n / sum(per.values()), 2), "queues": len(per)}
 
 
 def sql(lake: Path, query: str) -> list[dict]:
@@ -116,6 +193,9 @@ def run_and_compare(root: Path, day: str) -> int:
     stk = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, blocking_offset "
                     "FROM gold.stuck_queues WHERE root_cause <> 'NO_OWNER'")
     health = {h["g"]: h for h in sql(lake, f"SELECT {g} AS g, status, findings FROM gold.group_health")}
+    rebal = sql(lake, f"SELECT {g} AS g, topic, CAST(ts AS STRING) AS ts, trigger, clients_before, clients_after, "
+                      "queues_moved FROM gold.rebalance_events")
+    hot = sql(lake, f"SELECT {g} AS g, cause, queues FROM gold.incidents WHERE kind = 'PRODUCER'")
     failed = 0
     report = []
     for case in C.CASES:
@@ -130,12 +210,26 @@ def run_and_compare(root: Path, day: str) -> int:
         exp_s = sorted((q, off) for q, off, _ in exp.get("stuck", []))
         ok = (exp.get("orphaned") == got_o and exp.get("double") == got_d and exp_s == got_s
               and (not case.healthy or status == "OK"))
+        extra = ""
+        if "leave" in exp:
+            lv = exp["leave"]
+            evs = [e for e in rebal if e["g"] == case.group and not e["topic"].startswith("%RETRY%")
+                   and e["trigger"] == "CLIENT_LEFT"]
+            match = [e for e in evs if e["queues_moved"] == lv.get("moved")]
+            ok = ok and bool(match)
+            extra += (f"; leave truth moved={lv.get('moved')} clients {lv.get('clients_before')}->"
+                      f"{lv.get('clients_after')} found CLIENT_LEFT="
+                      f"{[(e['queues_moved'], e['clients_before'], e['clients_after']) for e in evs] or '-'}")
+        if "hot" in exp:
+            found = sorted({q for x in hot if x["g"] == case.group and x["cause"] == "HOT_QUEUE" for q in x["queues"]})
+            ok = ok and found == [exp["hot"]["queue"]]
+            extra += f"; hot queue truth={exp['hot']['queue']} ({exp['hot']['share']:.0%}) found={found or '-'}"
         failed += not ok
         line = (f"{'PASS' if ok else 'FAIL'} {case.name:<20} seed {case.seed:<7} status={status:<6} "
                 f"orphaned truth={qs(exp.get('orphaned', []))} found={qs(got_o)}; "
                 f"double-owned truth={qs(exp.get('double', []))} found={qs(got_d)}; "
                 f"stuck truth={[(qs([q]), o) for q, o in exp_s] or '-'} found={[(qs([q]), o) for q, o in got_s] or '-'}"
-                f"; causes={','.join(causes) or '-'}")
+                f"; causes={','.join(causes) or '-'}{extra}")
         print(line, flush=True)
         report.append({"case": case.name, "ok": ok, "expected": exp, "status": status,
                        "findings": h.get("findings"), "orphaned": got_o, "double": got_d, "stuck": got_s,
