@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tests.realcluster import cases as C
 from tests.realcluster.cluster import (
+    BROKERS,
     CLUSTER,
     NAMESRV,
     REPO,
@@ -102,10 +103,13 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
         cluster = Cluster(procs, lib, root / "store")
         cluster.start()
         log("cluster up: " + " ".join(f"{k}={v:.1f}" for k, v in cluster.timings.items()))
-        metrics["timings"] = dict(cluster.timings)
+        metrics["timings"] = cluster.timings
         _wait_cluster(procs, lib, metrics)
+        only = {t: c.broker for c in C.CASES if c.broker for t in c.topics}
+        addr = {b.broker_name: b.addr for b in BROKERS if b.broker_id == 0}
         for t in C.topics_of():
-            out, s = mqadmin(procs, lib, ["updateTopic", "-c", CLUSTER, "-t", t, "-r", "4", "-w", "4"])
+            where = ["-b", addr[only[t]]] if t in only else ["-c", CLUSTER]
+            out, s = mqadmin(procs, lib, ["updateTopic", *where, "-t", t, "-r", "4", "-w", "4"])
             if "success" not in out:
                 raise HarnessError(f"updateTopic {t} failed: {out.strip()[:300]}")
             metrics.setdefault("mqadmin_updateTopic_s", []).append(round(s, 2))
@@ -120,8 +124,21 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
         t_end = t_start + seconds
         leaves = sorted((c.leave[1], f"c-{c.leave[0]}") for c in C.CASES if c.leave)
         left: set[str] = set()
+        downs = [c.master_down for c in C.CASES if c.master_down]
+        down = downs[0] if downs else None
+        killed = restarted = False
         while time.monotonic() < t_end:
             time.sleep(1)
+            if down and not killed and time.monotonic() - t_start >= down[0]:
+                _harness_truth(root, "master_killed", broker="broker-b", addr="127.0.0.1:10921")
+                procs.stop("broker-b", kill=True)
+                killed = True
+                log("broker-b's master killed (-9); its slave keeps serving")
+            if down and killed and not restarted and time.monotonic() - t_start >= down[1]:
+                s = cluster.start_broker(BROKERS[1], "broker-b_restart_s")
+                _harness_truth(root, "master_restarted", broker="broker-b", addr="127.0.0.1:10921")
+                restarted = True
+                log(f"broker-b's master restarted (boot success in {s:.1f}s)")
             for at, name in leaves:
                 if name not in left and time.monotonic() - t_start >= at:
                     _harness_truth(root, "leave", name=name[2:])
@@ -129,7 +146,8 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
                     left.add(name)
                     log(f"{name[2:]} left its group (SIGTERM, clean shutdown)")
             dead = [n for n, p in procs.children.items()
-                    if p.poll() is not None and not n.startswith("producer") and n not in left]
+                    if p.poll() is not None and not n.startswith("producer") and n not in left
+                    and not (n == "broker-b" and killed and not restarted)]
             if dead:
                 raise HarnessError(f"{', '.join(dead)} exited early (see {root}/<name>.out)")
         metrics["rss_loaded_mib"] = {n: procs.rss_mib(n) for n in procs.children}

@@ -36,6 +36,8 @@ class Case:
     producer: dict = field(default_factory=dict)   # extra SeedProducer options for this case's own producer
     rate: int = 4                     # messages per second of that producer
     leave: tuple[str, int] | None = None            # (client, seconds after traffic starts): SIGTERM, it leaves
+    broker: str | None = None         # the topics live on this master only (mqadmin updateTopic -b)
+    master_down: tuple[int, int] | None = None      # kill -9 broker-b's master, restart it: s after traffic starts
 
 
 SLOW_MS = 150_000
@@ -65,6 +67,11 @@ CASES: tuple[Case, ...] = (
     Case("leave-hash", "003", "GID_rc_leave_hash", ("TopicRcLeaveHash",),
          tuple(Client(f"leave-hash-{i}", ("TopicRcLeaveHash",), strategy="hash") for i in range(1, 5)),
          notes="4 clients under CONSISTENT_HASH, one leaves (clean shutdown) mid-traffic", leave=("leave-hash-2", 90)),
+    Case("master-down", "002", "GID_rc_mdown", ("TopicRcMdown",),
+         (Client("mdown-1", ("TopicRcMdown",), fail=True),),
+         notes="every message fails (RECONSUME_LATER); broker-b's master is killed (-9) and restarted, its slave "
+               "keeps serving; the topic and so %RETRY%GID_rc_mdown live on broker-b only",
+         broker="broker-b", master_down=(100, 170)),
     Case("producer-skew", "001", "GID_rc_skew", ("TopicRcSkew",),
          (Client("skew-1", ("TopicRcSkew",)), Client("skew-2", ("TopicRcSkew",))),
          notes="SelectMessageQueueByHash on a key that is HOT for 80 % of the messages",

@@ -82,6 +82,8 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
             held = ((fin["ts"] if fin else w1) - r["ts"]) / 1000
             if held >= MIN_OVERLAP_S:
                 slow.append(((r["topic"], r["broker"], r["queue"]), r["offset"], round(held)))
+    if case.master_down:
+        slow += master_down_loops(case, rows)
     broadcast = any(cl.broadcast for cl in case.clients)
     out = {"orphaned": [] if broadcast else orphaned, "double": [] if broadcast else sorted(set(double)),
            "stuck": slow, "window_s": round((w1 - w0) / 1000)}
@@ -90,6 +92,27 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
     if case.producer.get("hot-key"):
         out["hot"] = hot_truth(case, sent)
     return out
+
+
+def master_down_loops(case: C.Case, rows: list[dict]) -> list[tuple[tuple, int, int]]:
+    """Queues whose messages the client received again and again while broker-b had no master: the local
+    retry loop (send-back impossible). The blocking offset is the smallest looping offset of the queue."""
+    names = {cl.name for cl in case.clients}
+    k = next((r["ts"] for r in rows if r["ev"] == "master_killed"), None)
+    u = next((r["ts"] for r in rows if r["ev"] == "master_restarted"), None)
+    if k is None:
+        return []
+    u = u or max(r["ts"] for r in rows)
+    seen: dict[tuple, list[int]] = defaultdict(list)
+    for r in rows:
+        if r["ev"] == "recv" and r.get("name") in names and k <= r["ts"] <= u:
+            topic = f"%RETRY%{case.group}" if r.get("retry_topic") else r["topic"]
+            seen[((topic, r["broker"], r["queue"]), r["offset"])].append(r["ts"])
+    loops: dict[tuple, int] = {}
+    for (q, off), ts in seen.items():
+        if len(ts) >= 2:
+            loops[q] = min(off, loops.get(q, off))
+    return [(q, off, round((u - k) / 1000)) for q, off in sorted(loops.items())]
 
 
 def held_spans(rows: list[dict], names: set[str], w0: int, w1: int) -> dict[tuple, dict[int, list[tuple[int, int]]]]:
