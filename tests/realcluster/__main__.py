@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if a.lib is None:
-            lib = build(Path(os.environ.get("RC_BUILD", "/tmp/rocketlens-realcluster-build")))
+            lib, _ = build(Path(os.environ.get("RC_BUILD", "/tmp/rocketlens-realcluster-build")))
             if not a.no_netns and os.environ.get("RC_NETNS") != "1" and _netns_ok():
                 # the rest runs in a network namespace of its own: loopback only
                 inner = [sys.executable, "-m", "tests.realcluster", "all", "--root", str(root), "--lib", str(lib),
@@ -191,11 +191,16 @@ def _wait_cluster(procs: Procs, lib: Path, metrics: dict) -> None:
     raise HarnessError("clusterList never showed broker-a, broker-b and its slave")
 
 
-def client_java(procs: Procs, lib: Path, name: str, main: str, args: list[str], heap: str = "64m") -> None:
+def client_java(procs: Procs, lib: Path, name: str, main: str, args: list[str], heap: str = "64m",
+                v5: bool = False) -> None:
     home = procs.root / "clients" / name
     home.mkdir(parents=True, exist_ok=True)
+    if v5:  # realcluster/client5's build beside the 4.9.7 one; 5.x logs through its own logback
+        lib = lib.parent / "client5" / "lib"
+        (home / "v5").touch()
+    logroot = "rocketmq.log.root" if v5 else "rocketmq.client.logRoot"
     argv = ["java", *SMALL, f"-Xmx{heap}", procs.marker, f"-Duser.home={home}",
-            f"-Drocketmq.client.logRoot={home}/logs/rocketmqlogs", "-cp", f"{lib}/*",
+            f"-D{logroot}={home}/logs/rocketmqlogs", "-cp", f"{lib}/*",
             f"rocketlens.realcluster.{main}", *args]
     p = procs.spawn(name, argv, cwd=home)
     del p
@@ -218,7 +223,10 @@ def start_clients(procs: Procs, lib: Path, root: Path) -> None:
                 args += ["--slow-key", cl.slow_key, "--slow-ms", str(cl.slow_ms)]
             if cl.fail:
                 args += ["--fail"]
-            client_java(procs, lib, f"c-{cl.name}", "SeedConsumer", args)
+            if cl.consume_ms:
+                args += ["--consume-ms", str(cl.consume_ms)]
+            time.sleep(0.3)  # 2 cores: stagger the JVM starts
+            client_java(procs, lib, f"c-{cl.name}", "SeedConsumer", args, v5=cl.v5)
     log(f"started {sum(len(c.clients) for c in C.CASES)} consumer JVMs")
 
 
@@ -262,10 +270,13 @@ def _collector_rounds(root: Path) -> list[str]:
 
 
 def land_client_logs(root: Path, day: str) -> None:
-    """Each client's rocketmq_client.log as the product reads it: client_logs/date=D/<host>/<file>.log."""
-    dest = root / "landing" / "client_logs" / f"date={day}" / "localhost"
-    dest.mkdir(parents=True, exist_ok=True)
+    """Each client's rocketmq_client.log as the product reads it: client_logs/date=D/<host>/<file>.log.
+    The 5.x clients' logs (GMT+8 whatever the JVM zone) go under the host folder `localhost-v5`, the
+    4.9.x ones (the JVM's zone, UTC here) under `localhost`: the conf names each folder's zone."""
     for f in sorted((root / "clients").glob("*/logs/rocketmqlogs/rocketmq_client.log")):
+        host = "localhost-v5" if (f.parents[2] / "v5").exists() else "localhost"
+        dest = root / "landing" / "client_logs" / f"date={day}" / host
+        dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(f, dest / f"{f.parents[2].name}.log")
 
 

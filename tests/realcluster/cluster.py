@@ -25,6 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "realcluster" / "pom.xml"
+POM5 = REPO / "realcluster" / "client5" / "pom.xml"   # the same client programs on the 5.x remoting client
 NAMESRV = "127.0.0.1:9876"
 CLUSTER = "DefaultCluster"
 
@@ -205,24 +206,30 @@ def _wait_gone(pid: int, child: subprocess.Popen | None, timeout: float) -> None
         time.sleep(0.1)
 
 
-def build(build_dir: Path) -> Path:
-    """Compile realcluster/ and copy RocketMQ's jars (Maven Central through ~/.m2) into build_dir/lib."""
+def build(build_dir: Path) -> tuple[Path, Path]:
+    """Compile realcluster/ and copy RocketMQ's jars (Maven Central through ~/.m2) into build_dir/lib; the
+    5.x client build into build_dir/client5/lib."""
     t0 = time.monotonic()
-    cmd = ["mvn", "-q", "-B", "-f", str(POM), f"-Drl.build={build_dir}", "package",
-           "dependency:copy-dependencies"]
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found: install Maven 3 (Debian: apt-get install maven)")
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        text = r.stdout + r.stderr
-        missing = [ln for ln in text.splitlines() if "Could not find artifact" in ln or "Could not resolve" in ln
-                   or "Could not transfer" in ln]
-        first = (missing or [ln for ln in text.splitlines() if "ERROR" in ln] or ["mvn failed"])[0]
-        raise HarnessError(f"cannot fetch or build the RocketMQ jars: {first.strip()[:400]}")
-    lib = build_dir / "lib"
-    shutil.copy(build_dir / "realcluster-0.1.jar", lib / "realcluster-0.1.jar")
-    log(f"built realcluster and {len(list(lib.glob('*.jar')))} jars in {time.monotonic() - t0:.1f}s -> {lib}")
-    return lib
+    libs = []
+    for pom, out, jar in [(POM, build_dir, "realcluster-0.1.jar"),
+                          (POM5, build_dir / "client5", "realcluster-client5-0.1.jar")]:
+        cmd = ["mvn", "-q", "-B", "-f", str(pom), f"-Drl.build={out}", "package", "dependency:copy-dependencies"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            text = r.stdout + r.stderr
+            missing = [ln for ln in text.splitlines() if "Could not find artifact" in ln
+                       or "Could not resolve" in ln or "Could not transfer" in ln]
+            first = (missing or [ln for ln in text.splitlines() if "ERROR" in ln] or ["mvn failed"])[0]
+            raise HarnessError(f"cannot fetch or build the RocketMQ jars ({pom.relative_to(REPO)}): "
+                               f"{first.strip()[:400]}")
+        lib = out / "lib"
+        shutil.copy(out / jar, lib / jar)
+        libs.append(lib)
+    log(f"built realcluster ({len(list(libs[0].glob('*.jar')))} jars) and its 5.x client "
+        f"({len(list(libs[1].glob('*.jar')))} jars) in {time.monotonic() - t0:.1f}s -> {build_dir}")
+    return libs[0], libs[1]
 
 
 def port_taken(port: int) -> bool:

@@ -14,7 +14,6 @@ import org.apache.rocketmq.client.impl.consumer.ProcessQueue;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 
 /**
  * One push consumer (4.9.x client) of a seed case. Records in its truth file what it really received
@@ -23,7 +22,8 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  * consumer down (it leaves the group) before the JVM exits.
  *
  * --group G --topics A[,B] --truth FILE --name N [--instance I] [--broadcast] [--orderly]
- * [--strategy avg|hash] [--slow-key K --slow-ms MS] [--fail] [--consume-timeout-min M] [--no-client-ip]
+ * [--strategy avg|hash] [--slow-key K --slow-ms MS] [--fail] [--consume-ms MS per message] [--threads N]
+ * [--consume-timeout-min M] [--no-client-ip]
  */
 public final class SeedConsumer {
     public static void main(String[] argv) throws Exception {
@@ -35,12 +35,13 @@ public final class SeedConsumer {
         String slowKey = a.get("slow-key", null);
         long slowMs = a.l("slow-ms", 0);
         boolean fail = a.has("fail");
+        long consumeMs = a.l("consume-ms", 0);
 
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(a.get("namesrv", "127.0.0.1:9876"));
         if (!a.has("no-client-ip")) c.setClientIP("127.0.0.1");
         if (a.has("instance")) c.setInstanceName(a.get("instance", null));
-        if (a.has("broadcast")) c.setMessageModel(MessageModel.BROADCASTING);
+        if (a.has("broadcast")) setBroadcasting(c);
         if ("hash".equals(a.get("strategy", "avg"))) c.setAllocateMessageQueueStrategy(new AllocateMessageQueueConsistentHash());
         else c.setAllocateMessageQueueStrategy(new AllocateMessageQueueAveragely());
         c.setConsumeThreadMin(a.i("threads", 2));
@@ -58,6 +59,9 @@ public final class SeedConsumer {
             c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
                 for (MessageExt m : msgs) {
                     recv(truth, m);
+                    if (consumeMs > 0) {
+                        try { Thread.sleep(consumeMs); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+                    }
                     if (slowKey != null && slowKey.equals(m.getKeys()) && m.getReconsumeTimes() == 0) {
                         truth.write("slow_taken", "topic", m.getTopic(), "broker", m.getBrokerName(), "queue", m.getQueueId(),
                             "offset", m.getQueueOffset(), "msg_id", m.getMsgId(), "sleep_ms", slowMs);
@@ -77,7 +81,7 @@ public final class SeedConsumer {
         c.start();
         String clientId = c.getDefaultMQPushConsumerImpl().getmQClientFactory().getClientId();
         truth.set("client_id", clientId);
-        truth.write("start", "topics", String.join(",", topics), "model", c.getMessageModel().name(),
+        truth.write("start", "topics", String.join(",", topics), "model", String.valueOf(c.getMessageModel()),
             "strategy", c.getAllocateMessageQueueStrategy().getName(), "orderly", a.has("orderly"),
             "client_version", org.apache.rocketmq.common.MQVersion.getVersionDesc(org.apache.rocketmq.common.MQVersion.CURRENT_VERSION));
 
@@ -105,6 +109,22 @@ public final class SeedConsumer {
             }
             Thread.sleep(1000);
         }
+    }
+
+    /** MessageModel lives in common.protocol (4.9.x) or remoting.protocol (5.x): one source for both clients. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static void setBroadcasting(DefaultMQPushConsumer c) throws Exception {
+        for (String cn : new String[] {"org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel",
+                                       "org.apache.rocketmq.common.protocol.heartbeat.MessageModel"}) {
+            try {
+                Class cls = Class.forName(cn);
+                DefaultMQPushConsumer.class.getMethod("setMessageModel", cls).invoke(c, Enum.valueOf(cls, "BROADCASTING"));
+                return;
+            } catch (ClassNotFoundException | NoSuchMethodException e) {
+                // the other client version
+            }
+        }
+        throw new IllegalStateException("no MessageModel class");
     }
 
     static void recv(Truth truth, MessageExt m) {
