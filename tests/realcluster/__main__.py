@@ -207,26 +207,27 @@ def client_java(procs: Procs, lib: Path, name: str, main: str, args: list[str], 
 
 
 def start_clients(procs: Procs, lib: Path, root: Path) -> None:
-    for case in C.CASES:
-        for cl in case.clients:
-            args = ["--group", case.group, "--topics", ",".join(cl.topics), "--name", cl.name,
-                    "--truth", str(root / "truth" / f"{cl.name}.jsonl"), "--namesrv", NAMESRV]
-            if cl.instance:
-                args += ["--instance", cl.instance]
-            if cl.orderly:
-                args += ["--orderly"]
-            if cl.broadcast:
-                args += ["--broadcast"]
-            if cl.strategy != "avg":
-                args += ["--strategy", cl.strategy]
-            if cl.slow_key:
-                args += ["--slow-key", cl.slow_key, "--slow-ms", str(cl.slow_ms)]
-            if cl.fail:
-                args += ["--fail"]
-            if cl.consume_ms:
-                args += ["--consume-ms", str(cl.consume_ms)]
-            time.sleep(0.3)  # 2 cores: stagger the JVM starts
-            client_java(procs, lib, f"c-{cl.name}", "SeedConsumer", args, v5=cl.v5)
+    # the 5.x clients first: their start-up RPCs (3 s timeout) failed once behind 20 starting JVMs on 2 cores
+    order = sorted(((case, cl) for case in C.CASES for cl in case.clients), key=lambda cc: not cc[1].v5)
+    for case, cl in order:
+        args = ["--group", case.group, "--topics", ",".join(cl.topics), "--name", cl.name,
+                "--truth", str(root / "truth" / f"{cl.name}.jsonl"), "--namesrv", NAMESRV]
+        if cl.instance:
+            args += ["--instance", cl.instance]
+        if cl.orderly:
+            args += ["--orderly"]
+        if cl.broadcast:
+            args += ["--broadcast"]
+        if cl.strategy != "avg":
+            args += ["--strategy", cl.strategy]
+        if cl.slow_key:
+            args += ["--slow-key", cl.slow_key, "--slow-ms", str(cl.slow_ms)]
+        if cl.fail:
+            args += ["--fail"]
+        if cl.consume_ms:
+            args += ["--consume-ms", str(cl.consume_ms)]
+        time.sleep(0.5)  # 2 cores: stagger the JVM starts
+        client_java(procs, lib, f"c-{cl.name}", "SeedConsumer", args, v5=cl.v5)
     log(f"started {sum(len(c.clients) for c in C.CASES)} consumer JVMs")
 
 
