@@ -282,7 +282,10 @@ def write_confs(root: Path, store_dir: Path) -> None:
             "mappedFileSizeConsumeQueue=120000",
             "maxHashSlotNum=4000",
             "maxIndexNum=1000",
-            "autoCreateTopicEnable=true",
+            # off, as in production: with it on, a consumer's send-back fallback to %RETRY%<group> while its
+            # broker group has no master auto-creates the retry topic on another broker through TBW102 (seen
+            # here), which ends the local retry loop of seed 002. Topics are created with updateTopic.
+            "autoCreateTopicEnable=false",
             "autoCreateSubscriptionGroup=true",
             # small thread pools: 2 cores, three brokers
             "sendMessageThreadPoolNums=2",

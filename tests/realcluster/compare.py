@@ -39,6 +39,7 @@ hot_min_minutes = 2
 min_messages = 200
 """
 MIN_OVERLAP_S = 60
+ARRIVAL_GAP_S = 20   # messages "keep arriving" on a queue when no two consecutive sends are further apart
 
 
 def load_truth(root: Path) -> list[dict]:
@@ -57,26 +58,37 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
     stops = [r["ts"] for r in rows if r["ev"] in ("stopping", "leave") and r.get("name") in names]
     w1 = min([max(r["ts"] for r in sent), *stops])
     gap = MIN_OVERLAP_S * 1000
-    # orphaned: messages kept arriving on the queue for >= the threshold while nobody of the group received
-    # one from it (the longest stretch between two receipts, or a window edge, that holds sends)
-    recv_ts: dict[tuple, list[int]] = defaultdict(list)
+    # A stretch of >= the threshold with messages arriving all along (no pause over ARRIVAL_GAP_S) and no receipt
+    # from the queue by anyone of the group: **orphaned** when no process held the queue in its own
+    # process-queue table then, else **starved** (held, not pulled: expected stuck at the next offset).
+    recv: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     for r in rows:
         if r["ev"] == "recv" and r.get("name") in names and not r.get("retry_topic") and w0 <= r["ts"] <= w1:
-            recv_ts[(r["topic"], r["broker"], r["queue"])].append(r["ts"])
+            recv[(r["topic"], r["broker"], r["queue"])].append((r["ts"], r["offset"]))
     sent_ts: dict[tuple, list[int]] = defaultdict(list)
     for r in sent:
         if r["ts"] <= w1:
             sent_ts[(r["topic"], r["broker"], r["queue"])].append(r["ts"])
-    orphaned = []
+    held = held_spans(rows, names, w0, w1)
+    orphaned, starved = [], []
     for q, ts in sent_ts.items():
-        edges = [w0, *sorted(recv_ts.get(q, [])), w1]
-        for a, b in zip(edges, edges[1:]):
-            inside = [t for t in ts if a < t < b]
-            if inside and max(inside) - min(inside) >= gap and b - a >= gap:
-                orphaned.append(q)
+        got = sorted(recv.get(q, []))
+        edges = [(w0, -1), *got, (w1, -1)]
+        found = False
+        for (a, off), (b, _) in zip(edges, edges[1:]):
+            for run in arrival_runs([t for t in ts if a < t < b]):
+                if run[-1] - run[0] < gap:
+                    continue
+                span = [(run[0], run[-1])]
+                if any(overlap(ivs, span) >= gap for ivs in held.get(q, {}).values()):
+                    starved.append((q, off + 1 if off >= 0 else None, round((run[-1] - run[0]) / 1000)))
+                else:
+                    orphaned.append(q)
+                found = True
+                break
+            if found:
                 break
     # double-owned: two processes' own process-queue tables held the queue at once for >= the threshold
-    held = held_spans(rows, names, w0, w1)
     double = []
     for q, by_pid in held.items():
         pids = sorted(by_pid)
@@ -91,6 +103,7 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
                 slow.append(((r["topic"], r["broker"], r["queue"]), r["offset"], round(took)))
     if case.master_down:
         slow += master_down_loops(case, rows)
+    slow += starved
     broadcast = any(cl.broadcast for cl in case.clients)
     out = {"orphaned": [] if broadcast else sorted(orphaned), "double": [] if broadcast else sorted(set(double)),
            "stuck": slow, "window_s": round((w1 - w0) / 1000)}
@@ -99,6 +112,17 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
     if case.producer.get("hot-key"):
         out["hot"] = hot_truth(case, sent)
     return out
+
+
+def arrival_runs(ts: list[int]) -> list[list[int]]:
+    """Send times cut where two consecutive sends are more than ARRIVAL_GAP_S apart."""
+    runs: list[list[int]] = []
+    for t in ts:
+        if runs and t - runs[-1][-1] <= ARRIVAL_GAP_S * 1000:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return runs
 
 
 def overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
