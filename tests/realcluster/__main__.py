@@ -122,7 +122,7 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
         start_producers(procs, lib, root, seconds)
         t_start = time.monotonic()
         t_end = t_start + seconds
-        leaves = sorted((c.leave[1], f"c-{c.leave[0]}") for c in C.CASES if c.leave)
+        leaves = sorted((c.leave[1], c) for c in C.CASES if c.leave)
         left: set[str] = set()
         downs = [c.master_down for c in C.CASES if c.master_down]
         down = downs[0] if downs else None
@@ -139,12 +139,14 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
                 _harness_truth(root, "master_restarted", broker="broker-b", addr="127.0.0.1:10921")
                 restarted = True
                 log(f"broker-b's master restarted (boot success in {s:.1f}s)")
-            for at, name in leaves:
-                if name not in left and time.monotonic() - t_start >= at:
+            for at, case in leaves:
+                if case.name not in left and time.monotonic() - t_start >= at:
+                    left.add(case.name)
+                    name = f"c-{_leaver(root, case)}"
                     _harness_truth(root, "leave", name=name[2:])
                     procs.stop(name)
                     left.add(name)
-                    log(f"{name[2:]} left its group (SIGTERM, clean shutdown)")
+                    log(f"{name[2:]} left {case.group} (SIGTERM, clean shutdown)")
             dead = [n for n, p in procs.children.items()
                     if p.poll() is not None and not n.startswith("producer") and n not in left
                     and not (n == "broker-b" and killed and not restarted)]
@@ -257,6 +259,21 @@ def start_collector(procs: Procs, lib: Path, root: Path, interval: int) -> None:
     (root / "collector").mkdir(exist_ok=True)
     procs.spawn("collector", argv, cwd=root / "collector")
     log(f"collector started: {len(C.CASES)} groups every {interval}s")
+
+
+def _leaver(root: Path, case: C.Case) -> str:
+    """The client to stop: the one named, or for "busiest" the one whose latest own table holds most queues."""
+    assert case.leave is not None
+    if case.leave[0] != "busiest":
+        return case.leave[0]
+    best, most = case.clients[0].name, -1
+    for cl in case.clients:
+        f = root / "truth" / f"{cl.name}.jsonl"
+        owned = [json.loads(ln) for ln in f.read_text().splitlines() if '"ev":"owned"' in ln] if f.exists() else []
+        n = len([q for q in owned[-1]["queues"].split() if not q.startswith("%RETRY%")]) if owned else 0
+        if n > most:
+            best, most = cl.name, n
+    return best
 
 
 def _harness_truth(root: Path, ev: str, **kv: object) -> None:

@@ -71,7 +71,8 @@ public final class SeedConsumer {
                     }
                     if (fail) {
                         truth.write("fail", "topic", m.getTopic(), "broker", m.getBrokerName(), "queue", m.getQueueId(),
-                            "offset", m.getQueueOffset(), "msg_id", m.getMsgId(), "reconsume", m.getReconsumeTimes());
+                            "offset", m.getQueueOffset(), "msg_id", m.getMsgId(), "reconsume", m.getReconsumeTimes(),
+                            "retry_topic", m.getProperty(MessageConst.PROPERTY_RETRY_TOPIC));
                         return ConsumeConcurrentlyStatus.RECONSUME_LATER;
                     }
                 }
