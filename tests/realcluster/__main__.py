@@ -122,7 +122,7 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
         start_producers(procs, lib, root, seconds)
         t_start = time.monotonic()
         t_end = t_start + seconds
-        leaves = sorted((c.leave[1], c) for c in C.CASES if c.leave)
+        leaves = sorted(((c.leave[1], c) for c in C.CASES if c.leave), key=lambda lc: lc[0])
         left: set[str] = set()
         downs = [c.master_down for c in C.CASES if c.master_down]
         down = downs[0] if downs else None
