@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint chromium test-sail test-spark test-acceptance test-airflow venv clean bench dist
+.PHONY: demo test lint chromium test-sail test-spark test-acceptance test-airflow venv clean bench dist realcluster
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "python3.11 not found: install Python 3.11 or run 'make PY=/path/to/python3.11'"; exit 1; }
@@ -62,6 +62,16 @@ test-spark: $(STAMP)
 
 test-acceptance: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "heavy_day or spark_only"
+
+# RocketMQ itself in the loop (issue 57; tests/data/real-cluster/README.md): builds realcluster/ with Maven
+# (RocketMQ 4.9.7 from Maven Central into ~/.m2), starts a name server, broker-a and broker-b (master + slave)
+# in a network namespace of its own when run as root, runs the seed cases with real clients, collects the day,
+# runs `rocketlens run` on it and prints one line per case; everything it started is stopped. Needs Java 17
+# and Maven; about 7 minutes on 2 cores. Scratch in /tmp/rocketlens-realcluster (RC_ROOT), never here.
+realcluster: $(STAMP)
+	@command -v java >/dev/null 2>&1 || { echo "realcluster: java not found: install a JDK 17"; exit 1; }
+	@command -v mvn >/dev/null 2>&1 || { echo "realcluster: mvn not found: install Maven 3 (apt-get install maven)"; exit 1; }
+	$(BIN)/python -m tests.realcluster
 
 test-airflow: $(STAMP)  # the DAG-run tests start the project venv's CLI and Sail server
 	PY=$(PY) bash airflow/run_tests.sh

@@ -1,0 +1,332 @@
+"""Expected findings from what the clients recorded, `rocketlens run` on the collected day, one line per case.
+
+Truth comes from the clients' side files (``<root>/truth/*.jsonl``), never from rocketlens' rules:
+- a queue of the group's topics that took messages during the traffic window and from which no process
+  of the group received any of them is **orphaned**;
+- a queue from which two processes (pids) received messages, their receive spans overlapping by at least
+  the stuck/orphan threshold, is **double-owned**;
+- the slow message's queue is **stuck** at the slow message's offset (the blocking offset) for as long as
+  the listener held it (``slow_taken`` → ``slow_finished``).
+A healthy case must come out OK with no WARN or CRITICAL finding.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from tests.realcluster import cases as C
+from tests.realcluster.cluster import REPO, log
+
+# Thresholds scaled to a few minutes of traffic (stated in tests/data/real-cluster/README.md).
+CONF = """\
+[ingest]
+# the client JVMs run in the machine's zone (UTC here); rocketmq_client.log 4.9.x uses the JVM zone
+client_log_timezone = "UTC"
+[ingest.client_log_timezones]
+# the 5.x client's logback pattern prints GMT+8 whatever the JVM zone
+"localhost-v5" = "GMT+8"
+[detection]
+orphan_min_duration_seconds = 60
+stuck_min_duration_seconds = 60
+[producer]
+# HOT_QUEUE over 2 minutes of a few hundred messages instead of 60 minutes of 1000
+hot_min_minutes = 2
+min_messages = 200
+"""
+MIN_OVERLAP_S = 60
+ARRIVAL_GAP_S = 20   # messages "keep arriving" on a queue when no two consecutive sends are further apart
+
+
+def load_truth(root: Path) -> list[dict]:
+    rows = []
+    for f in sorted((root / "truth").glob("*.jsonl")):
+        rows += [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+    return rows
+
+
+def expected(case: C.Case, rows: list[dict]) -> dict:
+    names = {cl.name for cl in case.clients}
+    sent = [r for r in rows if r["ev"] == "sent" and r["topic"] in case.topics]
+    if not sent:
+        return {"error": "nothing was sent"}
+    w0 = min(r["ts"] for r in sent)
+    stops = [r["ts"] for r in rows if r["ev"] in ("stopping", "leave") and r.get("name") in names]
+    w1 = min([max(r["ts"] for r in sent), *stops])
+    gap = MIN_OVERLAP_S * 1000
+    # A stretch of >= the threshold with messages arriving all along (no pause over ARRIVAL_GAP_S) and no receipt
+    # from the queue by anyone of the group: **orphaned** when no process held the queue in its own
+    # process-queue table then, else **starved** (held, not pulled: expected stuck at the next offset).
+    recv: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    for r in rows:
+        if r["ev"] == "recv" and r.get("name") in names and not r.get("retry_topic") and w0 <= r["ts"] <= w1:
+            recv[(r["topic"], r["broker"], r["queue"])].append((r["ts"], r["offset"]))
+    sent_ts: dict[tuple, list[int]] = defaultdict(list)
+    for r in sent:
+        if r["ts"] <= w1:
+            sent_ts[(r["topic"], r["broker"], r["queue"])].append(r["ts"])
+    held = held_spans(rows, names, w0, w1)
+    orphaned, starved = [], []
+    for q, ts in sent_ts.items():
+        got = sorted(recv.get(q, []))
+        edges = [(w0, -1), *got, (w1, -1)]
+        found = False
+        for (a, off), (b, _) in zip(edges, edges[1:]):
+            for run in arrival_runs([t for t in ts if a < t < b]):
+                if run[-1] - run[0] < gap:
+                    continue
+                span = [(run[0], run[-1])]
+                if any(overlap(ivs, span) >= gap for ivs in held.get(q, {}).values()):
+                    starved.append((q, off + 1 if off >= 0 else None, round((run[-1] - run[0]) / 1000)))
+                else:
+                    orphaned.append(q)
+                found = True
+                break
+            if found:
+                break
+    # double-owned: two processes' own process-queue tables held the queue at once for >= the threshold
+    double = []
+    for q, by_pid in held.items():
+        pids = sorted(by_pid)
+        if any(overlap(by_pid[p1], by_pid[p2]) >= gap for i, p1 in enumerate(pids) for p2 in pids[i + 1:]):
+            double.append(q)
+    slow = []
+    for r in rows:
+        if r["ev"] == "slow_taken" and r.get("name") in names:
+            fin = next((f for f in rows if f["ev"] == "slow_finished" and f.get("msg_id") == r["msg_id"]), None)
+            took = ((fin["ts"] if fin else w1) - r["ts"]) / 1000
+            if took >= MIN_OVERLAP_S:
+                slow.append(((r["topic"], r["broker"], r["queue"]), r["offset"], round(took)))
+    if case.master_down:
+        slow += master_down_loops(case, rows)
+    slow += starved
+    broadcast = any(cl.broadcast for cl in case.clients)
+    out = {"orphaned": [] if broadcast else sorted(orphaned), "double": [] if broadcast else sorted(set(double)),
+           "stuck": slow, "window_s": round((w1 - w0) / 1000)}
+    if case.leave:
+        out["leave"] = leave_truth(case, rows)
+    if case.producer.get("hot-key"):
+        out["hot"] = hot_truth(case, sent)
+    return out
+
+
+def arrival_runs(ts: list[int]) -> list[list[int]]:
+    """Send times cut where two consecutive sends are more than ARRIVAL_GAP_S apart."""
+    runs: list[list[int]] = []
+    for t in ts:
+        if runs and t - runs[-1][-1] <= ARRIVAL_GAP_S * 1000:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return runs
+
+
+def overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    """The longest single stretch two interval lists share, in ms."""
+    return max([min(x1, y1) - max(x0, y0) for x0, x1 in a for y0, y1 in b] + [0])
+
+
+def master_down_loops(case: C.Case, rows: list[dict]) -> list[tuple[tuple, int, int]]:
+    """While broker-b has no master a failed message can be sent back nowhere (its retry topic lives on broker-b
+    only): it stays in the process queue and is retried locally, so each queue whose messages the client
+    received (and failed) during the outage is pinned at the smallest such offset."""
+    names = {cl.name for cl in case.clients}
+    k = next((r["ts"] for r in rows if r["ev"] == "master_killed"), None)
+    u = next((r["ts"] for r in rows if r["ev"] == "master_restarted"), None)
+    if k is None:
+        return []
+    u = u or max(r["ts"] for r in rows)
+    pinned: dict[tuple, int] = {}
+    # a retry message reports its original topic with the %RETRY% queue's id and offset: tell it by the
+    # receipt just before the failure (older truth files have no retry_topic on "fail" lines)
+    receipts: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["ev"] == "recv" and r.get("name") in names:
+            receipts[(r["pid"], r["msg_id"], r["offset"])].append(r)
+    for r in rows:
+        if r["ev"] == "fail" and r.get("name") in names and k <= r["ts"] <= u:
+            before = [x for x in receipts.get((r["pid"], r["msg_id"], r["offset"]), []) if x["ts"] <= r["ts"]]
+            retry = r.get("retry_topic") or (before and before[-1].get("retry_topic"))
+            topic = f"%RETRY%{case.group}" if retry else r["topic"]
+            q = (topic, r["broker"], r["queue"])
+            pinned[q] = min(r["offset"], pinned.get(q, r["offset"]))
+    return [(q, off, round((u - k) / 1000)) for q, off in sorted(pinned.items())]
+
+
+def held_spans(rows: list[dict], names: set[str], w0: int, w1: int) -> dict[tuple, dict[int, list[tuple[int, int]]]]:
+    """Per queue and pid, the intervals the client's own process-queue table held it ('owned' lines)."""
+    out: dict[tuple, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    by_pid: dict[int, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r.get("name") in names and r["ev"] in ("owned", "stopping"):
+            by_pid[r["pid"]].append(r)
+    for pid, evs in by_pid.items():
+        evs.sort(key=lambda r: r["ts"])
+        for i, e in enumerate(evs):
+            if e["ev"] != "owned":
+                continue
+            end = evs[i + 1]["ts"] if i + 1 < len(evs) else w1
+            a, b = max(e["ts"], w0), min(end, w1)
+            if b <= a:
+                continue
+            for q in filter(None, e["queues"].split(" ")):
+                t, br, qid = q.split("|")
+                out[(t, br, int(qid))][pid].append((a, b))
+    return out
+
+
+def holders_at(rows: list[dict], names: set[str], ts: int) -> dict[tuple, set[str]]:
+    last: dict[str, dict] = {}
+    for r in sorted(rows, key=lambda r: r["ts"]):
+        if r["ts"] > ts:
+            break
+        if r.get("name") in names and r["ev"] == "owned":
+            last[r["name"]] = r
+        if r.get("name") in names and r["ev"] == "stopping":
+            last.pop(r["name"], None)
+    out: dict[tuple, set[str]] = defaultdict(set)
+    for name, r in last.items():
+        for q in filter(None, r["queues"].split(" ")):
+            t, br, qid = q.split("|")
+            if not t.startswith("%RETRY%"):
+                out[(t, br, int(qid))].add(name)
+    return out
+
+
+def leave_truth(case: C.Case, rows: list[dict]) -> dict:
+    """Queues whose holder changed between just before the leave and 40 s after (clients' own tables)."""
+    names = {cl.name for cl in case.clients}
+    assert case.leave is not None
+    lv = next((r for r in rows if r["ev"] == "leave" and r.get("name") in names), None)
+    if lv is None:
+        return {"error": "no leave recorded"}
+    before = holders_at(rows, names, lv["ts"] - 1000)
+    after = holders_at(rows, names, lv["ts"] + 40_000)
+    moved = sorted(q for q in set(before) | set(after) if before.get(q) != after.get(q))
+    return {"ts": lv["ts"], "moved": len(moved), "clients_before": len(members_at(rows, names, lv["ts"] - 1000)),
+            "clients_after": len(members_at(rows, names, lv["ts"] + 40_000))}
+
+
+def members_at(rows: list[dict], names: set[str], ts: int) -> set[str]:
+    """Clients started and not yet stopping at ts (a member may hold no queue under CONSISTENT_HASH)."""
+    up = {r["name"] for r in rows if r.get("name") in names and r["ev"] == "start" and r["ts"] <= ts}
+    return up - {r["name"] for r in rows if r.get("name") in names and r["ev"] == "stopping" and r["ts"] <= ts}
+
+
+def hot_truth(case: C.Case, sent: list[dict], window_s: int = 120, factor: float = 2.0) -> dict:
+    """Queues that took >= factor x the even share (1 / the topic's queues) of the topic's sends over some
+    window_s-long stretch (the producer's own send results; the queue a hash key lands on changes while a
+    broker has no master, since the selector only sees the publishable queues)."""
+    queues = {(r["topic"], r["broker"], r["queue"]) for r in sent}
+    ts = sorted(r["ts"] for r in sent)
+    hot = set()
+    for start in range(ts[0], ts[-1] - window_s * 1000 + 1, 10_000):
+        win = [r for r in sent if start <= r["ts"] < start + window_s * 1000]
+        per: dict[tuple, int] = defaultdict(int)
+        for r in win:
+            per[(r["topic"], r["broker"], r["queue"])] += 1
+        for q, n in per.items():
+            if n >= factor * len(win) / len(queues):
+                hot.add(f"{q[0]}/{q[1]}/{q[2]}")
+    return {"queues": sorted(hot), "of": len(queues)}
+
+
+def sql(lake: Path, query: str) -> list[dict]:
+    r = subprocess.run([sys.executable, "-m", "jobs", "sql", query, "--lake", str(lake), "--format", "json"],
+                       capture_output=True, text=True, cwd=REPO)
+    if r.returncode != 0:
+        raise RuntimeError(f"rocketlens sql failed: {r.stderr.strip()[-400:]}")
+    out = r.stdout.strip()
+    if not out:
+        return []
+    if out.startswith("["):
+        return json.loads(out)
+    return [json.loads(ln) for ln in out.splitlines() if ln.strip()]
+
+
+def qs(qs_: list[tuple]) -> str:
+    by: dict[tuple, list[int]] = defaultdict(list)
+    for t, b, q in qs_:
+        by[(t, b)].append(q)
+    return " ".join(f"{t}/{b}/{','.join(map(str, sorted(v)))}" for (t, b), v in sorted(by.items())) or "-"
+
+
+def run_and_compare(root: Path, day: str) -> int:
+    lake = root / "lake"
+    conf = root / "realcluster.toml"
+    conf.write_text(CONF)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "jobs", "run", "--date", day, "--landing", str(root / "landing"),
+                        "--lake", str(lake), "--conf", str(conf)], capture_output=True, text=True, cwd=REPO)
+    (root / "run.log").write_text(r.stdout + r.stderr)
+    log(f"rocketlens run exit {r.returncode} in {time.monotonic() - t0:.0f}s (log {root / 'run.log'})")
+    if r.returncode not in (0, 3):
+        print(f"realcluster: rocketlens run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
+        return 1
+    rows = load_truth(root)
+    g = "`group`"
+    # INFO episodes (STALE_OWNER, REBALANCE_GAP) leave a group OK: listed, not compared with the truth
+    orph_all = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, severity "
+                         "FROM gold.orphaned_queues")
+    dbl_all = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, severity "
+                        "FROM gold.double_owned_queues")
+    orph = [x for x in orph_all if x["severity"] != "INFO"]
+    dbl = [x for x in dbl_all if x["severity"] != "INFO"]
+    stk = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, blocking_offset "
+                    "FROM gold.stuck_queues WHERE root_cause <> 'NO_OWNER'")
+    health = {h["g"]: h for h in sql(lake, f"SELECT {g} AS g, status, findings FROM gold.group_health")}
+    rebal = sql(lake, f"SELECT {g} AS g, topic, CAST(ts AS STRING) AS ts, trigger, clients_before, clients_after, "
+                      "queues_moved FROM gold.rebalance_events")
+    hot = sql(lake, f"SELECT {g} AS g, cause, queues FROM gold.incidents WHERE kind = 'PRODUCER'")
+    failed = 0
+    report = []
+    for case in C.CASES:
+        exp = expected(case, rows)
+        got_o = sorted({(x["topic"], x["broker_name"], x["queue_id"]) for x in orph if x["g"] == case.group})
+        got_d = sorted({(x["topic"], x["broker_name"], x["queue_id"]) for x in dbl if x["g"] == case.group})
+        got_s = sorted({((x["topic"], x["broker_name"], x["queue_id"]), x["blocking_offset"])
+                        for x in stk if x["g"] == case.group})
+        causes = sorted({x["root_cause"] for x in orph + dbl + stk if x["g"] == case.group})
+        info = sorted({f"{x['root_cause']}:{x['topic']}/{x['broker_name']}/{x['queue_id']}"
+                       for x in orph_all + dbl_all if x["g"] == case.group and x["severity"] == "INFO"})
+        h = health.get(case.group, {})
+        status = h.get("status", "absent")
+        exp_s = sorted((q, off) for q, off, _ in exp.get("stuck", []))
+        ok = (exp.get("orphaned") == got_o and exp.get("double") == got_d and exp_s == got_s
+              and (not case.healthy or status == "OK"))
+        extra = ""
+        if case.cause:  # every WARN/CRITICAL queue finding names the cause the harness created (NO_OWNER: orphaned)
+            ok = ok and bool(causes) and set(causes) <= {case.cause, "NO_OWNER"}
+        if "leave" in exp:
+            lv = exp["leave"]
+            evs = [e for e in rebal if e["g"] == case.group and not e["topic"].startswith("%RETRY%")
+                   and e["trigger"] == "CLIENT_LEFT"]
+            match = [e for e in evs if e["queues_moved"] == lv.get("moved")]
+            ok = ok and (bool(match) or (lv.get("moved") == 0 and not any(e["queues_moved"] for e in evs)))
+            extra += (f"; leave truth moved={lv.get('moved')} clients {lv.get('clients_before')}->"
+                      f"{lv.get('clients_after')} found CLIENT_LEFT="
+                      f"{[(e['queues_moved'], e['clients_before'], e['clients_after']) for e in evs] or '-'}")
+        if "hot" in exp:
+            found = sorted({q for x in hot if x["g"] == case.group and x["cause"] == "HOT_QUEUE" for q in x["queues"]})
+            ok = ok and found == exp["hot"]["queues"]
+            extra += f"; hot queues truth={exp['hot']['queues']} found={found or '-'}"
+        failed += not ok
+        line = (f"{'PASS' if ok else 'FAIL'} {case.name:<20} seed {case.seed:<7} status={status:<6} "
+                f"orphaned truth={qs(exp.get('orphaned', []))} found={qs(got_o)}; "
+                f"double-owned truth={qs(exp.get('double', []))} found={qs(got_d)}; "
+                f"stuck truth={[(qs([q]), o) for q, o in exp_s] or '-'} found={[(qs([q]), o) for q, o in got_s] or '-'}"
+                f"; causes={','.join(causes) or '-'}{extra}" + (f"; INFO {' '.join(info)}" if info else ""))
+        print(line, flush=True)
+        report.append({"case": case.name, "ok": ok, "expected": exp, "status": status,
+                       "findings": h.get("findings"), "orphaned": got_o, "double": got_d, "stuck": got_s,
+                       "causes": causes})
+    (root / "compare.json").write_text(json.dumps(report, indent=1, default=str))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":  # python -m tests.realcluster.compare ROOT DAY: compare again without a cluster
+    sys.exit(run_and_compare(Path(sys.argv[1]), sys.argv[2]))
