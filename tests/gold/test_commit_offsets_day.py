@@ -4,9 +4,13 @@ mq_table entries changes no clock verdict."""
 
 from __future__ import annotations
 
+import pytest
 from chispa import assert_df_equality
 
 from jobs.silver.process_queues import build_commit_offsets, build_process_queues
+
+# a single-scenario day: on classic Spark in the acceptance tier (`make test-acceptance`)
+pytestmark = pytest.mark.heavy_day
 
 COLUMNS = ["cluster", "group", "client_id", "ts", "topic", "broker_name", "queue_id",
            "commit_offset", "date"]

@@ -18,6 +18,9 @@ from jobs.simulate.run import simulate
 from tests.gold.conftest import DAY, expected, run_layers
 from tests.gold.test_stuck_queues import assert_equal_to_truth
 
+# a simulated day of its own: on classic Spark in the acceptance tier (`make test-acceptance`)
+pytestmark = pytest.mark.heavy_day
+
 WINDOW = ("09:55", "10:15")
 
 

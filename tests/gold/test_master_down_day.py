@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from jobs.gold.incidents import REMEDIATION
 from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
 from jobs.pipeline import incident_frames
 from jobs.settings import Settings
 from tests.gold.conftest import expected
 from tests.gold.test_stuck_queues import assert_equal_to_truth, parse_iso
+
+# a single-scenario day: on classic Spark in the acceptance tier (`make test-acceptance`)
+pytestmark = pytest.mark.heavy_day
 
 SCENARIO = "master-down"
 PAYMENTS, LEDGER, AUDIT = "GID_md_payments", "GID_md_ledger", "GID_md_audit"

@@ -90,6 +90,7 @@ def test_topicb_storm_is_subscription_changed_flapping_with_its_frequency(scenar
         "billing-TopicB", "SUBSCRIPTION_CHANGED", 0, 240.0)
 
 
+@pytest.mark.heavy_day
 def test_healthy_day_has_no_rebalance_events(scenario_day):
     _, layers = scenario_day("healthy")
     assert layers["gold"]["rebalance_events"].count() == 0
@@ -152,6 +153,7 @@ def _empty_stuck(spark):
     return spark.createDataFrame([], STUCK)
 
 
+@pytest.mark.heavy_day
 def test_healthy_groups_are_ok(scenario_day, spark):
     _, layers = scenario_day("healthy")
     g = layers["gold"]

@@ -61,6 +61,7 @@ def test_stuck_queues_equal_the_truth(scenario_day, scenario):
     assert_equal_to_truth(layers["gold"]["stuck_queues"], truth)
 
 
+@pytest.mark.heavy_day  # a simulated day of its own
 def test_lone_consumer_crash_is_no_owner_as_the_truth_says(lone_crash):
     truth, layers = lone_crash
     assert_equal_to_truth(layers["gold"]["stuck_queues"], truth)
@@ -70,6 +71,7 @@ def test_lone_consumer_crash_is_no_owner_as_the_truth_says(lone_crash):
     assert all("not live" in r.evidence for r in rows)
 
 
+@pytest.mark.heavy_day  # a simulated day of its own
 def test_lone_consumer_crash_orphans_are_no_live_consumer_as_the_truth_says(lone_crash):
     """Nobody takes over: once the crashed channel expires no member is live (DESIGN.md §5);
     the gap is far longer than a transient rebalance gap."""

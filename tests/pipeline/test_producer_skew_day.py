@@ -16,6 +16,10 @@ from jobs.settings import Settings
 from jobs.simulate.run import simulate
 from tests.gold.conftest import DAY, run_layers
 
+# a single-scenario day: on classic Spark in the acceptance tier (`make test-acceptance`); the
+# rules' cases run on both engines in tests/gold/test_producer_load.py
+pytestmark = pytest.mark.heavy_day
+
 # 45 minutes of records: a 30-minute hot window fits (the default 60 would need a longer day)
 SETTINGS = Settings(producer={"hot_min_minutes": 30})
 QUIET_TOPICS = {"audit-steady", "small-keyed", "idle-feed"}
