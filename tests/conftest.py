@@ -27,7 +27,7 @@ TEST_ENGINE = os.environ.get("ROCKETLENS_TEST_ENGINE", "sail")
 # "Test-suite engine settings"): the frames are tiny and the plans large, so planning and the
 # JVM's heap decide. Adaptive execution off (it plans each stage again), broadcast joins on (at
 # Spark's default threshold: the local production session turns them off for its heap's sake),
-# 2 GB of driver heap (the default 1 GB collected garbage much of the time). Spark's internal
+# 2 GB of driver heap (the default is 1 GB). Spark's internal
 # test mode (SPARK_TESTING=1) is not set: no measurable cost or gain here; what the tests need of
 # it is kept explicitly — a generated method past the JVM's 64 KB fails the test instead of
 # falling back silently to interpreted code (what production would then run, slower).
