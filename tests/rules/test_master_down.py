@@ -181,6 +181,55 @@ def test_master_down_is_chosen_after_owner_down_and_before_consume_failing(spark
         "retried locally 5 times, no DLQ; offset pinned at 800; stuck from ")
 
 
+def pins_on_b_without_a_hand_back(spark):
+    """Pins on b inside b's window (10:02:40–10:09:50) that need no hand-back, beside one that
+    does: b/5 a slow message of concurrent c4 (later ones finish, nothing fails — the real
+    cluster's slow message on broker-b, tests/data/real-cluster/README.md difference 5); b/6
+    orderly c6 failing (suspends and retries locally whatever the broker); b/7 c5 with no
+    running info and no log line (a missing source); b/8 concurrent c7 failing, its client log
+    not collected: the failure rate alone shows the hand-back."""
+    def on_b(rows):
+        return [(r[0], r[1], r[2], "b", *r[4:]) for r in rows]
+
+    minutes = range(3, 10)
+    rows = []
+    for queue_id, offset, owner in ((5, 700, "c4"), (6, 600, "c6"), (7, 500, "c5"),
+                                    (8, 400, "c7")):
+        rows += on_b(pinned_rows(queue_id, offset, live(owner), claims=(owner,), minutes=minutes))
+    pq = [("c", "g", "c4", at(m, 3), "t", "b", 5, 700, 700, 700 + 10 * m, 1, False, at(m, 1), DAY)
+          for m in minutes]
+    pq += [("c", "g", client, at(m, 3), "t", "b", q, offset, offset, offset, 1, False, None, DAY)
+           for m in minutes for client, q, offset in (("c6", 6, 600), ("c7", 8, 400))]
+    cfg = [("c", "g", client, at(m, 3), None, client == "c6", DAY)
+           for m in minutes for client in ("c4", "c6", "c7")]
+    status = [("c", "g", client, at(m, 3), "t", ok, failed, DAY) for m in minutes
+              for client, ok, failed in (("c4", 2.0, 0.0), ("c6", 0.0, 0.3), ("c7", 0.0, 0.5))]
+    return (with_prev_ts(spark.createDataFrame(rows, STATE_SCHEMA)),
+            widen(spark, spark.createDataFrame(pq, PQ_SCHEMA), PROCESS_QUEUES_SCHEMA),
+            widen(spark, spark.createDataFrame(cfg, CONFIG_SCHEMA), CLIENT_CONFIG_SCHEMA),
+            widen(spark, spark.createDataFrame(
+                status, "cluster string, group string, client_id string, ts timestamp, "
+                        "topic string, consume_ok_tps double, consume_failed_tps double, "
+                        "date date"), CONSUME_STATUS_SCHEMA))
+
+
+def test_a_pin_on_b_during_its_window_is_master_down_only_when_a_message_of_it_failed(spark):
+    offsets_df, events_df = master_down_day(spark)
+    windows = build_master_down_windows(offsets_df, events_df)
+    queue_state, pq, cfg, status = pins_on_b_without_a_hand_back(spark)
+
+    actual = build_stuck_queues(queue_state, pq, cfg, status, events_df, RULES,
+                                models_df=no_models(spark), master_down_windows_df=windows)
+
+    rows = actual.select(*STUCK_COLUMNS).collect()
+    assert sorted((r.queue_id, r.owner, r.blocking_offset, r.root_cause) for r in rows) == [
+        (5, "c4", 700, "SLOW_MESSAGE"),
+        (6, "c6", 600, "CONSUME_FAILING"),
+        (7, "c5", None, "UNKNOWN"),
+        (8, "c7", 400, "MASTER_DOWN"),
+    ]
+
+
 def test_without_windows_no_episode_is_master_down(spark):
     _, events_df = master_down_day(spark)
     queue_state, pq, cfg, status = stuck_day(spark)
