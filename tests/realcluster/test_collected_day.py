@@ -1,0 +1,109 @@
+"""The day a real RocketMQ 4.9.7 cluster wrote (issue 57), in the fast tier: no cluster, no JVM.
+
+``tests/data/real-cluster/day-2026-12-07.tar.gz`` holds the landing as ``make realcluster``
+collected it (mqadmin text, fastjson running info, 4.9.7 and 5.3.3 client logs) and the clients'
+own truth records. ``rocketlens run`` runs on it once per test run (the CLI, with the harness's
+scaled thresholds ``compare.CONF``); each seed case's findings are compared with what its clients
+recorded (``compare.expected``: orphaned and double-owned queues, stuck queues with their blocking
+offsets, the cause the harness created, the queues a leave moved, the hot queues), and the healthy
+groups must be OK with no WARN or CRITICAL finding. What each case reproduces and the differences
+found between RocketMQ and the product: tests/data/real-cluster/README.md.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, shared_dir
+from tests.realcluster import cases as C
+from tests.realcluster import compare
+
+DAY = "2026-12-07"
+TARBALL = Path(__file__).resolve().parents[1] / "data" / "real-cluster" / f"day-{DAY}.tar.gz"
+# Difference 1 of the README: consumerProgress omits a queue the group never committed, so the
+# topicB case's orphaned broker-b queues are in no landing source of this day. The product needs
+# the topic's queue set (the collector's topicRoute, or the clients' route lines) and the broker
+# offsets of never-committed queues (examineConsumeStats per topic) to find them: not done yet.
+KNOWN_GAPS = {"topicB": "difference 1: never-committed TopicRcB queues are absent from consumerProgress"}
+
+pytestmark = pytest.mark.delta  # reads the lake the CLI wrote (Sail; the classic session has no Delta)
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> Path:
+    """The unpacked day with ``lake/`` written by ``rocketlens run``, once per pytest run."""
+    def build(root: Path) -> None:
+        with tarfile.open(TARBALL) as tar:
+            tar.extractall(root, filter="data")
+        conf = root / "realcluster.toml"
+        conf.write_text(compare.CONF)
+        run_cli("run", "--date", DAY, "--landing", str(root / "landing"), "--lake", str(root / "lake"),
+                "--conf", str(conf))
+
+    return shared_dir(tmp_path_factory, "real-cluster-day", build)
+
+
+@pytest.fixture(scope="module")
+def gold(spark, collected) -> dict[str, list[dict]]:
+    """``compare.GOLD_QUERIES`` read from the lake with the test engine."""
+    out = {}
+    for name, (table, columns, where) in compare.GOLD_QUERIES.items():
+        df = spark.read.format("delta").load(str(collected / "lake" / "gold" / table)).where(f"date = '{DAY}'")
+        if where:
+            df = df.where(where)
+        out[name] = [r.asDict(recursive=True) for r in df.selectExpr(*columns).collect()]
+    return out
+
+
+@pytest.fixture(scope="module")
+def verdicts(collected, gold) -> dict[str, dict]:
+    return {v["case"]: v for v in compare.verdicts(compare.load_truth(collected), gold)}
+
+
+def test_the_truth_records_cover_every_case(collected):
+    rows = compare.load_truth(collected)
+    for case in C.CASES:
+        exp = compare.expected(case, rows)
+        assert "error" not in exp, (case.name, exp)
+        # traffic (up to a leave) long enough for the 60 s thresholds
+        assert exp["window_s"] >= compare.MIN_OVERLAP_S, case.name
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[c.name]))
+    if c.name in KNOWN_GAPS else c.name for c in C.CASES])
+def test_each_case_is_found_as_its_clients_recorded_it(verdicts, case):
+    v = verdicts[case]
+    assert v["ok"], v["line"]
+
+
+def test_the_seeded_faults_are_found_at_all(verdicts):
+    """The comparison is not vacuous: each seed case with a fault has one in its truth."""
+    for case in C.CASES:
+        exp = verdicts[case.name]["expected"]
+        if case.name in KNOWN_GAPS or case.healthy:
+            continue
+        assert (exp["orphaned"] or exp["double"] or exp["stuck"] or exp.get("leave", {}).get("moved")
+                or exp.get("hot", {}).get("queues")), case.name
+
+
+@pytest.mark.parametrize("case", [c.name for c in C.CASES if c.healthy])
+def test_a_healthy_group_is_ok_with_no_warn_or_critical_finding(gold, case):
+    group = next(c.group for c in C.CASES if c.name == case)
+    rows = [h for h in gold["health"] if h["g"] == group]
+    assert [h["status"] for h in rows] == ["OK"], case
+    assert not [f for f in rows[0]["findings"] if f.startswith(("WARN", "CRITICAL"))], rows[0]["findings"]
+
+
+def test_the_slow_message_is_stuck_at_its_own_offset_as_slow_message(collected, gold):
+    """The blocking offset is the one the client's listener held (its ``slow_taken`` record),
+    and the cause is SLOW_MESSAGE, never MASTER_DOWN (difference 5)."""
+    case = next(c for c in C.CASES if c.name == "slow-message")
+    taken = [r for r in compare.load_truth(collected) if r["ev"] == "slow_taken"]
+    assert len(taken) == 1
+    rows = [x for x in gold["stuck"] if x["g"] == case.group]
+    assert [(x["topic"], x["broker_name"], x["queue_id"], x["blocking_offset"], x["root_cause"]) for x in rows] == [
+        (taken[0]["topic"], taken[0]["broker"], taken[0]["queue"], taken[0]["offset"], "SLOW_MESSAGE")]
