@@ -1022,5 +1022,5 @@ class Flow:
             by_host.setdefault((procs[proc].host, folder), []).append((t, proc, text))
         for (host, _), rows in sorted(by_host.items()):
             rows.sort(key=lambda r: r[0])
-            self.files.write_log(host, rows[0][0], [log_zones.as_written(r[2], procs[r[1]].spec.log_timezone)
+            self.files.write_log(host, rows[0][0], [log_zones.as_written(r[2], log_zones.zone_of(procs[r[1]]))
                                                     for r in rows])
