@@ -66,8 +66,8 @@ def send_back(minute, second, broker, queue_id, offset, retries, msg_id=MSG):
             offset, None, msg_id, retries, None, None)
 
 
-def pull_exception(minute, broker):
-    return ("g", at(minute, 1), "PULL_EXCEPTION", "t", "app-3", [("t", broker, 0)], None, None,
+def pull_exception(minute, broker, second=1):
+    return ("g", at(minute, second), "PULL_EXCEPTION", "t", "app-3", [("t", broker, 0)], None, None,
             None, None, None, None)
 
 
@@ -88,9 +88,9 @@ def master_down_day(spark):
         # without a rising count is no loop either
         send_back(5, 0, "a", 1, 50, 1, msg_id="A"),
         send_back(5, 0, "x", 1, 50, 3, msg_id="X"), send_back(5, 10, "x", 1, 50, 3, msg_id="X"),
-        # y: two rejected pulls are a blip; z: three are the 5.x slave-only state
+        # y: two rejected pulls are a blip; z: three a second apart are the 5.x slave-only state
         pull_exception(4, "y"), pull_exception(5, "y"),
-        pull_exception(6, "z"), pull_exception(6, "z"), pull_exception(7, "z"),
+        pull_exception(6, "z"), pull_exception(6, "z", 2), pull_exception(6, "z", 3),
         # b's failing consumer: msgId MSG at 800 retried locally every 10 s
         *[send_back(3, 10 * k, "b", 2, 800, k + 1) for k in range(5)],
     ]
@@ -109,6 +109,26 @@ def test_windows_rest_on_evidence_of_absence_and_end_at_the_first_evidence_of_re
         ("c", "z", at(6, 1), None, "pulls of g rejected", None, DAY),
     ], WINDOW_SCHEMA)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_rejected_pulls_count_in_runs_not_over_the_day(spark):
+    """Broker v: three pull exceptions a second apart at 10:03 (the outage), a route line with its
+    master back at 10:05, then one line per queue at 10:08 — a client shutting down fails each
+    in-flight pull once (the real cluster's 5.3.3 clients, README difference 14). Counted over the
+    day that queue had four lines and the shutdown opened a second window that never closed."""
+    offsets_df = spark.createDataFrame(offsets("v", [None] * 12), OFFSETS_SCHEMA)
+    events = [
+        *[("g", at(3, s), "PULL_EXCEPTION", "t", "app-3", [("t", "v", 0)], None, None, None, None,
+           None, None) for s in (1, 2, 3)],
+        route(5, 0, {"v": "10.0.9.14:10911"}),
+        *[("g", at(8, 10), "PULL_EXCEPTION", "t", "app-3", [("t", "v", q)], None, None, None, None,
+           None, None) for q in (0, 1, 2)],
+    ]
+
+    actual = build_master_down_windows(offsets_df, spark.createDataFrame(events, EVENTS_SCHEMA))
+
+    assert [(r.broker_name, r.down_from, r.down_until) for r in actual.collect()] == [
+        ("v", at(3, 1), at(5))]
 
 
 def test_offsets_alone_give_the_window_when_no_client_log_says_anything(spark):
