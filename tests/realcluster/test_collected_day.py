@@ -107,3 +107,17 @@ def test_the_slow_message_is_stuck_at_its_own_offset_as_slow_message(collected, 
     rows = [x for x in gold["stuck"] if x["g"] == case.group]
     assert [(x["topic"], x["broker_name"], x["queue_id"], x["blocking_offset"], x["root_cause"]) for x in rows] == [
         (taken[0]["topic"], taken[0]["broker"], taken[0]["queue"], taken[0]["offset"], "SLOW_MESSAGE")]
+
+
+def test_broker_b_has_one_master_down_window_from_the_kill_to_the_restart(spark, collected):
+    """The harness killed broker-b's master once and restarted it once: one window, opened by
+    the clients' failed pulls just after the kill and closed by the route's ``0=`` around the
+    restart — none from the clients' shutdown (one failed pull per queue; difference 14)."""
+    harness = {r["ev"]: r["ts"] for r in compare.load_truth(collected) if r.get("role") == "harness"}
+    windows = spark.read.format("delta").load(str(collected / "lake" / "silver" / "master_down_windows")).collect()
+    assert [w.broker_name for w in windows] == ["broker-b"]
+    (w,) = windows
+    down_ms = w.down_from.timestamp() * 1000
+    until_ms = w.down_until.timestamp() * 1000
+    assert harness["master_killed"] <= down_ms <= harness["master_killed"] + 15_000
+    assert abs(until_ms - harness["master_restarted"]) <= 30_000
