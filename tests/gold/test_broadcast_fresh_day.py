@@ -2,11 +2,15 @@
 ``healthy-broadcast`` case, tests/data/real-cluster/README.md difference 3): no offsets line at
 all, yet one gold.group_health row, OK with the broadcast note and null lag."""
 
+import pytest
+
 from tests.gold.conftest import shared_layers
 
 GROUP = "GID_bcast_fresh"
 
 
+@pytest.mark.heavy_day  # a single-scenario day: classic Spark in the acceptance tier; the rule's
+# hand-built test (tests/rules/test_abandoned_and_sources.py) runs on both engines in every tier
 def test_a_never_committed_broadcast_group_has_no_offsets_but_its_ok_row(spark, tmp_path_factory):
     _, layers = shared_layers(spark, tmp_path_factory, "broadcast-fresh", "broadcast-fresh",
                                   ("09:50", "10:10"))
