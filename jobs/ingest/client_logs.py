@@ -314,6 +314,16 @@ _TEMPLATES = (
         r"\[[^\]]*\]))?.*$",
         {"consumerGroup": 1, "messageQueue": 2},
     ),
+    # MQClientInstance.start, once per client instance, 4.x and 5.x alike; the same client's
+    # running info carries PROP_CONSUMER_START_TIMESTAMP (epoch ms, a few hundred ms earlier):
+    # together they tell the log's zone exactly (jobs.rules.clocks). "… shutdown OK" stays out.
+    _Template(
+        "CLIENT_STARTED",
+        ("the client factory [",),
+        r"the client factory \[[^\]]*\] start OK",
+        r"(?s)^the client factory \[(.*?)\] start OK.*$",
+        {"clientId": 1},
+    ),
 )
 
 # The typed value of a raw field, by the schema type it lands in.

@@ -57,3 +57,20 @@ def test_a_4x_line_is_read_in_the_zone_the_settings_give_its_jvm(spark):
     # the same line read in the old default GMT+8 lands 8 h early: the line cannot tell its zone
     early, _ = parsed_ts(spark, "4.9.7", "GMT+8")
     assert ts - early == dt.timedelta(hours=8)
+
+
+@pytest.mark.parametrize("version", sorted(CLIENTS))
+def test_the_client_factory_start_line_names_the_client_its_running_info_does(spark, version):
+    """``CLIENT_STARTED`` (the clock check's exact sample, jobs/rules/clocks.py): the start line's
+    client id is the one the client recorded; its ``shutdown OK`` line is no event."""
+    name, host, log, _ = CLIENTS[version]
+    with tarfile.open(TARBALL) as tar:
+        text = tar.extractfile(f"landing/{DAY_FOLDER}/{host}/{log}").read().decode()
+        truth = tar.extractfile(f"truth/{name}.jsonl").read().decode()
+    lines = [(f"{DAY_FOLDER}/{host}/{log}", i, ln) for i, ln in enumerate(text.splitlines(keepends=True))
+             if "the client factory [" in ln]
+    parsed = parse_client_log_lines(spark.createDataFrame(lines, "_source_file string, _line_no long, line string"),
+                                    "UTC").collect()
+    started = next(r for r in map(json.loads, truth.splitlines()) if r["ev"] == "start")
+    assert sorted((r.event or "-", r.client_id or "-") for r in parsed) == [
+        ("-", "-"), ("CLIENT_STARTED", started["client_id"])]
