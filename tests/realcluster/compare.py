@@ -23,11 +23,14 @@ from tests.realcluster import cases as C
 from tests.realcluster.cluster import REPO, log
 
 # Thresholds scaled to a few minutes of traffic (stated in tests/data/real-cluster/README.md).
-CONF = """\
+# THRESHOLDS alone leaves client_log_timezone at its default (GMT+8): the fast tier runs that too.
+ZONE_CONF = """\
 [ingest]
 # the client JVMs run in the machine's zone (UTC here); rocketmq_client.log 4.9.x uses the JVM zone
 # (the 5.x clients' lines are read in GMT+8, their pattern's zone, whatever this says)
 client_log_timezone = "UTC"
+"""
+THRESHOLDS = """\
 [detection]
 orphan_min_duration_seconds = 60
 stuck_min_duration_seconds = 60
@@ -36,6 +39,7 @@ stuck_min_duration_seconds = 60
 hot_min_minutes = 2
 min_messages = 200
 """
+CONF = ZONE_CONF + THRESHOLDS
 MIN_OVERLAP_S = 60
 ARRIVAL_GAP_S = 20   # messages "keep arriving" on a queue when no two consecutive sends are further apart
 

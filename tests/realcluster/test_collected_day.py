@@ -32,30 +32,40 @@ KNOWN_GAPS = {"topicB": "difference 1: never-committed TopicRcB queues are absen
 pytestmark = pytest.mark.delta  # reads the lake the CLI wrote (Sail; the classic session has no Delta)
 
 
-@pytest.fixture(scope="module")
-def collected(tmp_path_factory) -> Path:
-    """The unpacked day with ``lake/`` written by ``rocketlens run``, once per pytest run."""
+def collect_and_run(tmp_path_factory, key: str, conf_text: str) -> Path:
+    """The unpacked day with ``lake/`` written by ``rocketlens run --conf`` (``conf_text``), once
+    per pytest run."""
     def build(root: Path) -> None:
         with tarfile.open(TARBALL) as tar:
             tar.extractall(root, filter="data")
         conf = root / "realcluster.toml"
-        conf.write_text(compare.CONF)
+        conf.write_text(conf_text)
         run_cli("run", "--date", DAY, "--landing", str(root / "landing"), "--lake", str(root / "lake"),
                 "--conf", str(conf))
 
-    return shared_dir(tmp_path_factory, "real-cluster-day", build)
+    return shared_dir(tmp_path_factory, key, build)
 
 
-@pytest.fixture(scope="module")
-def gold(spark, collected) -> dict[str, list[dict]]:
+def read_gold(spark, root: Path) -> dict[str, list[dict]]:
     """``compare.GOLD_QUERIES`` read from the lake with the test engine."""
     out = {}
     for name, (table, columns, where) in compare.GOLD_QUERIES.items():
-        df = spark.read.format("delta").load(str(collected / "lake" / "gold" / table)).where(f"date = '{DAY}'")
+        df = spark.read.format("delta").load(str(root / "lake" / "gold" / table)).where(f"date = '{DAY}'")
         if where:
             df = df.where(where)
         out[name] = [r.asDict(recursive=True) for r in df.selectExpr(*columns).collect()]
     return out
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> Path:
+    """The day run with the harness's conf: the 4.9.7 clients' JVM zone (UTC) set."""
+    return collect_and_run(tmp_path_factory, "real-cluster-day", compare.CONF)
+
+
+@pytest.fixture(scope="module")
+def gold(spark, collected) -> dict[str, list[dict]]:
+    return read_gold(spark, collected)
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +131,25 @@ def test_broker_b_has_one_master_down_window_from_the_kill_to_the_restart(spark,
     until_ms = w.down_until.timestamp() * 1000
     assert harness["master_killed"] <= down_ms <= harness["master_killed"] + 15_000
     assert abs(until_ms - harness["master_restarted"]) <= 30_000
+
+
+@pytest.fixture(scope="module")
+def default_zone(tmp_path_factory) -> Path:
+    """The same day with ``client_log_timezone`` left at its default (GMT+8): the 4.9.7 clients'
+    UTC lines read 8 h early, as on a deployment that did not set the zone (difference 9)."""
+    return collect_and_run(tmp_path_factory, "real-cluster-day-default-zone", compare.THRESHOLDS)
+
+
+def test_in_the_wrong_zone_the_host_is_named_and_nothing_false_is_found(spark, collected, default_zone):
+    """Each 4.9.7 group logging on ``localhost`` gets the clock INFO naming the zone to map (its
+    clients' start lines against their running info), its 8-h-early claims leave ownership, and
+    every case comes out as in the right zone; the 5.3.3 group's GMT+8 lines are right as read."""
+    right = {v["case"]: v["ok"] for v in compare.verdicts(compare.load_truth(collected), read_gold(spark, collected))}
+    gold = read_gold(spark, default_zone)
+    wrong = {v["case"]: v["ok"] for v in compare.verdicts(compare.load_truth(default_zone), gold)}
+    assert wrong == right
+    clock = ("INFO clock: host localhost client-log times are 8 h behind running_info (its JVM logs in GMT+0?); "
+             "map it in ingest.client_log_timezones")
+    flagged = {h["g"] for h in gold["health"] if clock in h["findings"]}
+    v5 = {c.group for c in C.CASES if any(cl.v5 for cl in c.clients)}
+    assert flagged == {c.group for c in C.CASES} - v5
