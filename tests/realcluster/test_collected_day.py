@@ -6,8 +6,10 @@ own truth records. ``rocketlens run`` runs on it once per test run (the CLI, wit
 scaled thresholds ``compare.CONF``); each seed case's findings are compared with what its clients
 recorded (``compare.expected``: orphaned and double-owned queues, stuck queues with their blocking
 offsets, the cause the harness created, the queues a leave moved, the hot queues), and the healthy
-groups must be OK with no WARN or CRITICAL finding. What each case reproduces and the differences
-found between RocketMQ and the product: tests/data/real-cluster/README.md.
+groups must be OK with no WARN or CRITICAL finding; broker-b's master-down window is checked
+against the harness's kill and restart. A second run leaves the client-log zone at its default
+(GMT+8, wrong for these UTC JVMs) and must find the same. What each case reproduces and the
+differences found between RocketMQ and the product: tests/data/real-cluster/README.md.
 """
 
 from __future__ import annotations
