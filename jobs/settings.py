@@ -61,6 +61,8 @@ def _known_zone(value: str) -> str:
 
 
 class IngestSettings(_Section):
+    # the JVM zone of 4.x clients (their inner logger writes it); 5.x-layout lines are GMT+8 by
+    # their pattern whatever this says (jobs.ingest.client_logs.FIVE_X_LOG_ZONE)
     client_log_timezone: str = "GMT+8"
     # host glob -> zone of that host's rocketmq_client.log wall clock (first match wins, in the
     # order written); hosts no glob matches use client_log_timezone (DESIGN.md §5.1 "Clocks")

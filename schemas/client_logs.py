@@ -44,6 +44,7 @@ CLIENT_LOG_EVENTS = (
     "SEND_BACK_FAILED",
     "ROUTE_CHANGED",
     "PULL_EXCEPTION",
+    "CLIENT_STARTED",
 )
 
 # The header shape after the time (jobs.ingest.client_logs); "other" for a dated line of none.

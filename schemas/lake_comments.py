@@ -69,7 +69,7 @@ TABLES: dict[str, dict[str, str]] = {
         "_table": "rocketmq_client.log lines matching a known template",
         "host": "host the log came from (landing folder)",
         "event": ("REBALANCE_RESULT, PERSIST_OFFSET, FLOW_CONTROL_*, NOT_IN_CID_ALL, SEND_EXPIRE_MSG_BACK, "
-                  "MQ_ADDED, MQ_REMOVED, SEND_BACK_FAILED, ROUTE_CHANGED, PULL_EXCEPTION"),
+                  "MQ_ADDED, MQ_REMOVED, SEND_BACK_FAILED, ROUTE_CHANGED, PULL_EXCEPTION, CLIENT_STARTED"),
         "level": "log level",
         "thread": "logging thread",
         "logger": "logger name",

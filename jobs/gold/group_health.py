@@ -15,7 +15,8 @@ whose owner falls behind, a broker starved for ``starved_warn_minutes``) raises 
 A broker group's master down (DESIGN.md §5.3) gives every group with queues on that broker
 during the window ``<SEVERITY> BROKER_MASTER_DOWN <broker> <from>–<to>`` (UTC, ``open`` while not
 back): INFO, or the severity of the group's MASTER_DOWN stuck queues on that broker.
-Every group seen in silver.queue_offsets that day has a row.
+Every group seen in silver.queue_offsets that day has a row, and so has a broadcasting group
+seen only in connections or running info (it never commits to the broker: no offsets at all).
 
 Consumer models (issue #18, docs/consumer-models.md): a BROADCASTING group's clients keep their
 offsets in ``LocalFileOffsetStore``, so the broker's lag of such a group is no consumption
@@ -120,6 +121,21 @@ def _master_down_findings(master_down_df: DataFrame, stuck_df: DataFrame) -> Dat
                 F.date_format("down_from", "HH:mm"), F.lit("–"), until).alias("text")))
 
 
+def _uncommitted_broadcast_groups(groups_df: DataFrame, models_df: DataFrame,
+                                  sources_df: DataFrame) -> DataFrame:
+    """``DAY_KEY, max_lag, max_time_lag_seconds`` (both null) of each broadcasting group seen that
+    day in a source other than the offsets and absent from them: its clients keep their offsets
+    locally and never commit to the broker, so ``consumerProgress`` has nothing to print
+    (4.9.7: ``CODE: 206 … offset table is empty``; tests/data/real-cluster/README.md
+    difference 3), yet the group is there and gets its row (facts §2.4)."""
+    broadcast = models_df.where("broadcasting").select("cluster", "group")
+    return (sources_df.select(*DAY_KEY).distinct()
+            .join(broadcast, on=["cluster", "group"], how="left_semi")
+            .join(groups_df.select(*DAY_KEY), on=DAY_KEY, how="left_anti")
+            .select(*DAY_KEY, F.lit(None).cast("long").alias("max_lag"),
+                    F.lit(None).cast("double").alias("max_time_lag_seconds")))
+
+
 def _distinct_queues(df: DataFrame, name: str) -> DataFrame:
     return df.groupBy(*DAY_KEY).agg(
         F.count_distinct("topic", "broker_name", "queue_id").alias(name))
@@ -142,6 +158,8 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
     master-down window hit (``jobs.rules.master_down.groups_on_down_brokers``)."""
     groups = queue_offsets_df.groupBy(*DAY_KEY).agg(
         F.max("lag").alias("max_lag"), F.max("time_lag_seconds").alias("max_time_lag_seconds"))
+    if models_df is not None and sources_df is not None:
+        groups = groups.unionByName(_uncommitted_broadcast_groups(groups, models_df, sources_df))
     findings = (_queue_findings(orphaned_df, "orphaned", "orphaned_minutes")
                 .unionByName(_queue_findings(double_owned_df, "double-owned", "minutes"))
                 .unionByName(_queue_findings(stuck_df, "stuck", "stuck_minutes"))

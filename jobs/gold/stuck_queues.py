@@ -13,8 +13,10 @@ stuck. Root cause, first that holds (``cause_chain``, the one place that orders 
 - ``OWNER_DOWN``: the queue had a live owner during the episode but none at its last snapshot —
   commits stopped because the owner is gone (Burrow's STOP), not pinned by a live one.
 - ``MASTER_DOWN``: the queue's broker group had no master when the episode started
-  (``jobs.rules.master_down``, DESIGN.md §5.3): failed messages cannot go back and are retried
-  locally, pinning the offset; ``blocking_offset`` is the looping message's queueOffset.
+  (``jobs.rules.master_down``, DESIGN.md §5.3) and a message of the queue failed
+  (``failed_here``): failed messages cannot go back and are retried locally, pinning the
+  offset; ``blocking_offset`` is the looping message's queueOffset. A slow message, an orderly
+  consumer's failure or a queue without running info on B is not MASTER_DOWN by the window alone.
 - ``CONSUME_FAILING``: an owner reports ``consume_failed_tps > 0`` for the topic at every one of
   its running-info snapshots of the episode. An orderly consumer's poison message shows exactly
   this: SUSPEND_CURRENT_QUEUE_A_MOMENT (or an exception) counts a failure, puts the message back
@@ -396,6 +398,18 @@ def later_messages_finish() -> Column:
             | F.col("_drain").isNotNull())
 
 
+def failed_here() -> Column:
+    """MASTER_DOWN's second condition (DESIGN.md §5.3): a message of this queue failed, so a
+    hand-back was needed — this queue's own ``sendMessageBack exception`` lines in the episode
+    (``_md_blocking_offset``, from ``jobs.rules.master_down.master_down_episodes``), or a
+    concurrent owner reporting ``consume_failed_tps > 0`` for the topic at a pinned snapshot.
+    An orderly consumer retries a failed message locally whatever the broker (facts §2.6), and a
+    slow or idle message needs no hand-back: a window of B alone does not explain their pins
+    (tests/data/real-cluster/README.md, difference 5)."""
+    return (F.col("_md_blocking_offset").isNotNull()
+            | ((_n("_failing_rows") > 0) & (_n("_orderly") == 0)))
+
+
 def cause_chain() -> list[tuple[str, Column]]:
     """The DESIGN.md §5 stuck causes in their order, each with the condition that decides it;
     the first that holds wins, ``UNKNOWN`` otherwise. This list is the one place that orders
@@ -413,7 +427,8 @@ def cause_chain() -> list[tuple[str, Column]]:
     messages_wait = ((_n("_pq_settled_rows") > 0)
                      & (F.col("_waiting_rows") == F.col("_pq_settled_rows")))
     hung = nothing_finishes & messages_wait & F.col("_other_advanced").isNull()
-    master_down = F.coalesce(F.col("_master_down"), F.lit(False))  # jobs.rules.master_down
+    master_down = (F.coalesce(F.col("_master_down"), F.lit(False))  # jobs.rules.master_down
+                   & failed_here())
     return [
         ("NO_OWNER", never_owned),
         ("OWNER_DOWN", owner_gone),

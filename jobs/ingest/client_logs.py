@@ -30,7 +30,11 @@ the seconds, they are not milliseconds and ``ts`` is kept to the second (a real 
 that happens to equal them loses under a second).
 
 Lines carry a zone-less wall clock: GMT+8 in RocketMQ's logback patterns, the JVM's default zone in
-the 4.9 inner logger. The zone is a deployment setting; ``ts`` is stored in UTC.
+the 4.9 inner logger. A line of the ``5.x`` layout (``rmq.client.logback.xml``, whose pattern says
+``%d{yyy-MM-dd HH:mm:ss.SSS,GMT+8}``) is read in ``FIVE_X_LOG_ZONE`` whatever the host's setting:
+a real 5.3.3 client in a UTC JVM wrote GMT+8 (tests/data/real-cluster/README.md, difference 9).
+Every other layout is read in the zone the settings give the host (``LogZones``): the 4.9.x inner
+logger writes the JVM's default zone, which the line does not tell. ``ts`` is stored in UTC.
 
 The templates are the ``log.info``/``log.warn`` format strings of the RocketMQ client (facts §2.2,
 §2.3, §5.3). The wording changes are the ``client `` prefix RIP-19 put before ``rebalanced result
@@ -59,6 +63,8 @@ from pyspark.sql.types import ArrayType, DataType, StringType
 
 from schemas.client_logs import CLIENT_LOG_EVENT_SCHEMA, MESSAGE_QUEUE_TYPE
 
+# The zone the 5.x client's own logback pattern prints its time in, whatever the JVM's zone.
+FIVE_X_LOG_ZONE = "GMT+8"
 # Same accepted forms as jobs.settings.IngestSettings.client_log_timezone.
 _FIXED_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?\s*([+-])([0-9]{1,2})(?::?([0-9]{2}))?$")
 _ZERO_OFFSET_NAMES = frozenset({"UTC", "GMT", "UT", "Z"})
@@ -308,6 +314,16 @@ _TEMPLATES = (
         r"\[[^\]]*\]))?.*$",
         {"consumerGroup": 1, "messageQueue": 2},
     ),
+    # MQClientInstance.start, once per client instance, 4.x and 5.x alike; the same client's
+    # running info carries PROP_CONSUMER_START_TIMESTAMP (epoch ms, a few hundred ms earlier):
+    # together they tell the log's zone exactly (jobs.rules.clocks). "… shutdown OK" stays out.
+    _Template(
+        "CLIENT_STARTED",
+        ("the client factory [",),
+        r"the client factory \[[^\]]*\] start OK",
+        r"(?s)^the client factory \[(.*?)\] start OK.*$",
+        {"clientId": 1},
+    ),
 )
 
 # The typed value of a raw field, by the schema type it lands in.
@@ -500,8 +516,9 @@ def _line_ts(name: Column, date: Column, time: Column, separator: Column, fracti
         F.trim(token1_raw).rlike(_INNER_LOGGER)).otherwise(F.lit(False))
     millis = F.when((fraction == "") | seconds_again, F.lit(0)).otherwise(
         fraction.try_cast("long"))
-    return log_wall_clock_to_utc(F.timestamp_millis(F.unix_millis(wall) + millis), zone,
-                                 F.col("_source_file"))
+    local = F.timestamp_millis(F.unix_millis(wall) + millis)
+    return (F.when(name == "5.x", wall_clock_to_utc(local, FIVE_X_LOG_ZONE))
+            .otherwise(log_wall_clock_to_utc(local, zone, F.col("_source_file"))))
 
 
 def _with_header(zone: str | LogZones, keep_columns: tuple[str, ...]):

@@ -20,7 +20,9 @@ reads evidence that B's master was gone (§5 "Evidence, not absence"):
 - ``pull``: 5.x slave-only state, ``execute the pull request exception`` lines naming B's queues
   (the slave rejects every pull, ``[REJECTREQUEST]system busy``, retried every second; facts
   §10.3). The rejection text is on the exception's own line, which carries no template, so a
-  queue counts from ``PULL_REJECT_MIN_LINES`` lines on: one failed pull is a network blip.
+  queue counts from ``PULL_REJECT_MIN_LINES`` lines in a row on (each within
+  ``PULL_RUN_MAX_GAP_SECONDS`` of the last): one failed pull is a network blip, and so is the one
+  line per queue a client writes as it shuts down.
 
 The master-down window of B is cluster-wide (any group, any host): from the earliest evidence of
 absence to the earliest evidence of return after it (null while not back). Log lines carry no
@@ -40,6 +42,10 @@ WINDOW_COLUMNS = [*WINDOW_KEY, "down_from", "down_until", "down_evidence", "retu
                   "date"]
 # a 5.x slave rejects pulls every pullTimeDelayMillsWhenException (1 s): three in a row are no blip
 PULL_REJECT_MIN_LINES = 3
+# ... in a row: a queue's next line within this many seconds. A client shutting down fails each
+# in-flight pull once (one line per queue, any broker): on the real cluster those lines came 32 s
+# after broker-b's outage lines and opened a second, never-closed window (README difference 14)
+PULL_RUN_MAX_GAP_SECONDS = 10
 
 
 def _hhmmss(ts: Column) -> Column:
@@ -76,11 +82,17 @@ def _log_evidence(log_events_df: DataFrame) -> DataFrame:
         "group", "ts", mq.getField("topic").alias("topic"),
         mq.getField("broker_name").alias("broker_name"),
         mq.getField("queue_id").alias("queue_id"))
-    rejecting = (pulls.groupBy("group", "topic", "broker_name", "queue_id")
-                 .agg(F.count(F.lit(1)).alias("_lines"))
+    # runs of one queue's lines, cut where the next comes more than PULL_RUN_MAX_GAP_SECONDS later
+    queue_key = ["group", "topic", "broker_name", "queue_id"]
+    order = Window.partitionBy(*queue_key).orderBy("ts")
+    gap = F.unix_millis("ts") - F.unix_millis(F.lag("ts").over(order))
+    starts = F.when(gap.isNull() | (gap > PULL_RUN_MAX_GAP_SECONDS * 1000), 1).otherwise(0)
+    runs = (pulls.withColumn("_start", starts)
+            .withColumn("_run", F.sum("_start").over(
+                order.rowsBetween(Window.unboundedPreceding, Window.currentRow))))
+    rejecting = (runs.groupBy(*queue_key, "_run").agg(F.count(F.lit(1)).alias("_lines"))
                  .where(F.col("_lines") >= PULL_REJECT_MIN_LINES).drop("_lines"))
-    rejected = (pulls.join(rejecting, on=["group", "topic", "broker_name", "queue_id"],
-                           how="left_semi")
+    rejected = (runs.join(rejecting, on=[*queue_key, "_run"], how="left_semi")
                 .select("broker_name", "ts", F.lit(False).alias("present"),
                         F.concat(F.lit("pulls of "), F.col("group"), F.lit(" rejected"))
                         .alias("detail")))

@@ -255,6 +255,8 @@ class Flow:
         self._static_strings()
         # queues of groups whose broker subscription table flips (facts §4)
         self.flapping = [i for i, (g, mq) in enumerate(self.gq_keys) if (g, mq.broker_name) in cluster.sub_tables]
+        # a broadcast group that never committed has no offset table on the broker (Group.broker_offsets)
+        self.gq_broker_offsets = [scenario.group(g).broker_offsets for g, _ in self.gq_keys]
 
     # --- setup ---------------------------------------------------------------------------------
 
@@ -906,7 +908,7 @@ class Flow:
         return min(ids) if ids else None
 
     def _reported(self, t: int) -> list[bool]:
-        reported = [True] * len(self.gq_keys)
+        reported = list(self.gq_broker_offsets)
         for i in self.flapping:
             g, mq = self.gq_keys[i]
             reported[i] = self.cluster.topic_reported(g, mq.broker_name, mq.topic, t)
@@ -1022,5 +1024,5 @@ class Flow:
             by_host.setdefault((procs[proc].host, folder), []).append((t, proc, text))
         for (host, _), rows in sorted(by_host.items()):
             rows.sort(key=lambda r: r[0])
-            self.files.write_log(host, rows[0][0], [log_zones.as_written(r[2], procs[r[1]].spec.log_timezone)
+            self.files.write_log(host, rows[0][0], [log_zones.as_written(r[2], log_zones.zone_of(procs[r[1]]))
                                                     for r in rows])

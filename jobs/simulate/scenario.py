@@ -124,6 +124,16 @@ class Group(_Model):
     subscriptions_every: int = Field(1, ge=1)  # connection rounds carrying subscriptions
     # consumer kind (jobs.simulate.consumer_kinds): push | orderly | broadcast | pop | lite_pull | lite_pull_assign
     kind: Literal["push", "orderly", "broadcast", "pop", "lite_pull", "lite_pull_assign"] = "push"
+    # broadcast only: the broker keeps the offsets of the group's clustering days (frozen rows in
+    # consumerProgress), or — false — the group never committed, so the broker has no offset table
+    # for it and consumerProgress lists nothing (4.9.7: CODE 206; tests/data/real-cluster difference 3)
+    broker_offsets: bool = True
+
+    @model_validator(mode="after")
+    def _offsets_of_broadcast_only(self) -> Group:
+        if not self.broker_offsets and self.kind != "broadcast":
+            raise ValueError("broker_offsets = false is for broadcast groups (the others commit)")
+        return self
 
     @property
     def orderly(self) -> bool:

@@ -51,6 +51,11 @@ CRAFTED = [
     "25-03-14 10:00:01,001 INFO  [main] (RocketmqClient.java:115) - [BUG] ConsumerGroup: G "
     "The consumerId: c not in cidAll: [a, b]",
     "[PullMessageService] WARN o.a.r.c.Impl - execute the pull request exception",
+    # the real 4.9.7 and 5.3.3 lines (tests/data/real-cluster), and a shutdown line the template leaves out
+    "2026-12-07 12:15:03,676 INFO RocketmqClient - the client factory [127.0.0.1@20172#4812522638793] start OK",
+    "2026-12-07 20:15:03.302 INFO  [20143] [main] [o.a.r.c.i.f.MQClientInstance#?:?] - the client factory "
+    "[127.0.0.1@20143#4811936886580] start OK",
+    "2026-12-07 12:19:10,233 INFO RocketmqClient - the client factory [127.0.0.1@20172#4812522638793] shutdown OK",
     "2025-03-14 10:00:01,123 WARN RocketmqClient - the cached message size exceeds the threshold "
     "100 MiB, so do flow control, minOffset=1, maxOffset=2, count=3, size=101 MiB, pullRequest="
     "PullRequest [consumerGroup=G, messageQueue=MessageQueue [topic=T, brokerName=b, queueId=1], "

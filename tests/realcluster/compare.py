@@ -23,13 +23,14 @@ from tests.realcluster import cases as C
 from tests.realcluster.cluster import REPO, log
 
 # Thresholds scaled to a few minutes of traffic (stated in tests/data/real-cluster/README.md).
-CONF = """\
+# THRESHOLDS alone leaves client_log_timezone at its default (GMT+8): the fast tier runs that too.
+ZONE_CONF = """\
 [ingest]
 # the client JVMs run in the machine's zone (UTC here); rocketmq_client.log 4.9.x uses the JVM zone
+# (the 5.x clients' lines are read in GMT+8, their pattern's zone, whatever this says)
 client_log_timezone = "UTC"
-[ingest.client_log_timezones]
-# the 5.x client's logback pattern prints GMT+8 whatever the JVM zone
-"localhost-v5" = "GMT+8"
+"""
+THRESHOLDS = """\
 [detection]
 orphan_min_duration_seconds = 60
 stuck_min_duration_seconds = 60
@@ -38,6 +39,7 @@ stuck_min_duration_seconds = 60
 hot_min_minutes = 2
 min_messages = 200
 """
+CONF = ZONE_CONF + THRESHOLDS
 MIN_OVERLAP_S = 60
 ARRIVAL_GAP_S = 20   # messages "keep arriving" on a queue when no two consecutive sends are further apart
 
@@ -255,34 +257,39 @@ def qs(qs_: list[tuple]) -> str:
     return " ".join(f"{t}/{b}/{','.join(map(str, sorted(v)))}" for (t, b), v in sorted(by.items())) or "-"
 
 
-def run_and_compare(root: Path, day: str) -> int:
-    lake = root / "lake"
-    conf = root / "realcluster.toml"
-    conf.write_text(CONF)
-    t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "jobs", "run", "--date", day, "--landing", str(root / "landing"),
-                        "--lake", str(lake), "--conf", str(conf)], capture_output=True, text=True, cwd=REPO)
-    (root / "run.log").write_text(r.stdout + r.stderr)
-    log(f"rocketlens run exit {r.returncode} in {time.monotonic() - t0:.0f}s (log {root / 'run.log'})")
-    if r.returncode not in (0, 3):
-        print(f"realcluster: rocketlens run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
-        return 1
-    rows = load_truth(root)
-    g = "`group`"
-    # INFO episodes (STALE_OWNER, REBALANCE_GAP) leave a group OK: listed, not compared with the truth
-    orph_all = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, severity "
-                         "FROM gold.orphaned_queues")
-    dbl_all = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, severity "
-                        "FROM gold.double_owned_queues")
+# The gold rows the comparison reads: name -> (gold table, select expressions, filter or None).
+# INFO episodes (STALE_OWNER, REBALANCE_GAP) leave a group OK: listed, not compared with the truth.
+_G = "`group` AS g"
+_QUEUE = [_G, "topic", "broker_name", "queue_id", "root_cause"]
+GOLD_QUERIES: dict[str, tuple[str, list[str], str | None]] = {
+    "orphaned": ("orphaned_queues", [*_QUEUE, "severity"], None),
+    "double": ("double_owned_queues", [*_QUEUE, "severity"], None),
+    "stuck": ("stuck_queues", [*_QUEUE, "blocking_offset"], "root_cause <> 'NO_OWNER'"),
+    "health": ("group_health", [_G, "status", "findings"], None),
+    "rebalance": ("rebalance_events", [_G, "topic", "CAST(ts AS STRING) AS ts", "trigger",
+                                       "clients_before", "clients_after", "queues_moved"], None),
+    "producer": ("incidents", [_G, "cause", "queues"], "kind = 'PRODUCER'"),
+}
+
+
+def read_gold_with_cli(lake: Path) -> dict[str, list[dict]]:
+    """``GOLD_QUERIES`` through ``rocketlens sql`` (the fast-tier test reads them with its engine)."""
+    out = {}
+    for name, (table, columns, where) in GOLD_QUERIES.items():
+        out[name] = sql(lake, f"SELECT {', '.join(columns)} FROM gold.{table}"
+                              + (f" WHERE {where}" if where else ""))
+    return out
+
+
+def verdicts(rows: list[dict], gold: dict[str, list[dict]]) -> list[dict]:
+    """Per case of ``cases.CASES``: the truth derived from the clients' records (``rows``), what
+    rocketlens found (``gold``: ``GOLD_QUERIES`` rows), ``ok`` and the one-line ``line``."""
+    orph_all, dbl_all = gold["orphaned"], gold["double"]
     orph = [x for x in orph_all if x["severity"] != "INFO"]
     dbl = [x for x in dbl_all if x["severity"] != "INFO"]
-    stk = sql(lake, f"SELECT {g} AS g, topic, broker_name, queue_id, root_cause, blocking_offset "
-                    "FROM gold.stuck_queues WHERE root_cause <> 'NO_OWNER'")
-    health = {h["g"]: h for h in sql(lake, f"SELECT {g} AS g, status, findings FROM gold.group_health")}
-    rebal = sql(lake, f"SELECT {g} AS g, topic, CAST(ts AS STRING) AS ts, trigger, clients_before, clients_after, "
-                      "queues_moved FROM gold.rebalance_events")
-    hot = sql(lake, f"SELECT {g} AS g, cause, queues FROM gold.incidents WHERE kind = 'PRODUCER'")
-    failed = 0
+    stk = gold["stuck"]
+    health = {h["g"]: h for h in gold["health"]}
+    rebal, hot = gold["rebalance"], gold["producer"]
     report = []
     for case in C.CASES:
         exp = expected(case, rows)
@@ -314,18 +321,35 @@ def run_and_compare(root: Path, day: str) -> int:
             found = sorted({q for x in hot if x["g"] == case.group and x["cause"] == "HOT_QUEUE" for q in x["queues"]})
             ok = ok and found == exp["hot"]["queues"]
             extra += f"; hot queues truth={exp['hot']['queues']} found={found or '-'}"
-        failed += not ok
         line = (f"{'PASS' if ok else 'FAIL'} {case.name:<20} seed {case.seed:<7} status={status:<6} "
                 f"orphaned truth={qs(exp.get('orphaned', []))} found={qs(got_o)}; "
                 f"double-owned truth={qs(exp.get('double', []))} found={qs(got_d)}; "
                 f"stuck truth={[(qs([q]), o) for q, o in exp_s] or '-'} found={[(qs([q]), o) for q, o in got_s] or '-'}"
                 f"; causes={','.join(causes) or '-'}{extra}" + (f"; INFO {' '.join(info)}" if info else ""))
-        print(line, flush=True)
-        report.append({"case": case.name, "ok": ok, "expected": exp, "status": status,
+        report.append({"case": case.name, "ok": ok, "line": line, "expected": exp, "status": status,
                        "findings": h.get("findings"), "orphaned": got_o, "double": got_d, "stuck": got_s,
                        "causes": causes})
-    (root / "compare.json").write_text(json.dumps(report, indent=1, default=str))
-    return 1 if failed else 0
+    return report
+
+
+def run_and_compare(root: Path, day: str) -> int:
+    lake = root / "lake"
+    conf = root / "realcluster.toml"
+    conf.write_text(CONF)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "jobs", "run", "--date", day, "--landing", str(root / "landing"),
+                        "--lake", str(lake), "--conf", str(conf)], capture_output=True, text=True, cwd=REPO)
+    (root / "run.log").write_text(r.stdout + r.stderr)
+    log(f"rocketlens run exit {r.returncode} in {time.monotonic() - t0:.0f}s (log {root / 'run.log'})")
+    if r.returncode not in (0, 3):
+        print(f"realcluster: rocketlens run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
+        return 1
+    report = verdicts(load_truth(root), read_gold_with_cli(lake))
+    for v in report:
+        print(v["line"], flush=True)
+    (root / "compare.json").write_text(json.dumps([{k: v for k, v in x.items() if k != "line"} for x in report],
+                                                  indent=1, default=str))
+    return 0 if all(v["ok"] for v in report) else 1
 
 
 if __name__ == "__main__":  # python -m tests.realcluster.compare ROOT DAY: compare again without a cluster

@@ -89,3 +89,56 @@ def test_a_group_with_no_ownership_source_gets_at_most_info(spark):
                                  RULES).collect()
     assert sorted((r.group, r.root_cause, r.severity) for r in rows) == [
         ("blind", "UNKNOWN", "INFO"), ("seen", "UNKNOWN", "WARN")]
+
+
+def test_a_broadcast_group_that_never_committed_gets_its_ok_row(spark):
+    """A broadcasting group keeps its offsets on the clients, so the broker has none of it
+    (4.9.7 consumerProgress: ``CODE: 206 … offset table is empty``; tests/data/real-cluster
+    difference 3): seen in connections only, it still gets its row, OK with the broadcast note.
+    Not so a clustering group seen only in connections (nothing to judge), and a broadcasting
+    group with offsets keeps its one row."""
+    empty = {
+        "orphaned": "cluster string, group string, topic string, broker_name string, "
+                    "queue_id int, orphaned_minutes double, root_cause string, severity string, "
+                    "date date",
+        "double": "cluster string, group string, topic string, broker_name string, "
+                  "queue_id int, minutes double, root_cause string, severity string, date date",
+        "stuck": "cluster string, group string, topic string, broker_name string, "
+                 "queue_id int, stuck_minutes double, root_cause string, severity string, "
+                 "date date",
+        "events": "cluster string, group string, topic string, ts timestamp, trigger string, "
+                  "queues_moved long, flaps_per_hour double, date date",
+    }
+    frames = {k: spark.createDataFrame([], v) for k, v in empty.items()}
+    offsets = spark.createDataFrame([("c", "bcast-old", "t", 70, 30.0, DAY)],
+                                    "cluster string, group string, topic string, lag long, "
+                                    "time_lag_seconds double, date date")
+    members = spark.createDataFrame(
+        [("c", g, at(0), "10.0.0.1@DEFAULT", 2, model, "CONSUME_PASSIVELY")
+         for g, model in (("bcast", "BROADCASTING"), ("bcast-old", "BROADCASTING"),
+                          ("clus", "CLUSTERING"))], MEMBERS)
+    sources = spark.createDataFrame(
+        [("c", "bcast", DAY, ["connections", "running_info"]),
+         ("c", "bcast-old", DAY, ["offsets", "connections"]),
+         ("c", "clus", DAY, ["connections"])],
+        "cluster string, group string, date date, sources array<string>")
+
+    rows = build_group_health(frames["orphaned"], frames["double"], frames["stuck"],
+                              frames["events"], offsets, 10, models_df=consumer_models(members),
+                              sources_df=sources).collect()
+
+    by_group = {r.group: r for r in rows}
+    assert sorted(by_group) == ["bcast", "bcast-old"]
+    new = by_group["bcast"]
+    assert (new.status, new.max_lag, new.max_time_lag_seconds, new.sources) == (
+        "OK", None, None, ["connections", "running_info"])
+    assert new.findings == ["INFO broadcast: offsets live on the clients (LocalFileOffsetStore); "
+                            "the broker's lag n/a is not consumption"]
+    assert by_group["bcast-old"].findings == [
+        "INFO broadcast: offsets live on the clients (LocalFileOffsetStore); the broker's lag 70 "
+        "is not consumption"]
+    # without the sources the day rests on, the rows are those of the offsets, as before
+    only_offsets = build_group_health(frames["orphaned"], frames["double"], frames["stuck"],
+                                      frames["events"], offsets, 10,
+                                      models_df=consumer_models(members)).collect()
+    assert [r.group for r in only_offsets] == ["bcast-old"]

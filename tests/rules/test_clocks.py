@@ -76,3 +76,57 @@ def test_each_host_folder_is_read_in_its_own_zone(spark):
 def test_a_glob_is_a_regex_of_literal_characters():
     assert glob_regex("k8s-node-*") == "^k8s[-]node[-].*$"
     assert glob_regex("a.b?") == "^a[.]b.$"
+
+
+RI_PROPS = RI.replace(", date date", ", properties map<string,string>, date date")
+START_MS = int((T0.replace(tzinfo=dt.timezone.utc)).timestamp() * 1000)
+
+
+def _started(host, client_id, log_shift_hours, factory_after_seconds=0.178, properties=True):
+    """One client that started at T0 (running info's PROP_CONSUMER_START_TIMESTAMP) and logged
+    its ``the client factory [id] start OK`` line ``factory_after_seconds`` later, on a clock
+    ``log_shift_hours`` off; no [persistAll] line at all."""
+    logged = T0 + dt.timedelta(hours=log_shift_hours, seconds=factory_after_seconds)
+    events = [(host, None, client_id, logged, "CLIENT_STARTED", None, None)]
+    props = {"PROP_CONSUMER_START_TIMESTAMP": str(START_MS)} if properties else {"PROP_CLIENT_VERSION": "V4_9_7"}
+    ri = [("c", "g", client_id, T0 + dt.timedelta(seconds=10), "ri.json", 1, [], props, DAY)]
+    return events, ri
+
+
+def test_a_client_start_tells_its_hosts_clock_exactly(spark):
+    """The real cluster's 4.9.7 clients logged in UTC read as GMT+8: each client's start line
+    against its running info's start time decides the host, without two hours of persist lines.
+    Not judged: a host on time; a JVM whose factory a producer started 37 min before this
+    consumer was built (no whole-hour offset: no sample); a client whose running info has no
+    start time (a 3.x client); a start line of a client that never answered running info."""
+    cases = [_started("utc-1", "10.0.0.1@1", -8), _started("gmt8-1", "10.0.0.2@1", 0),
+             _started("shared-1", "10.0.0.3@1", 0, factory_after_seconds=-37 * 60),
+             _started("old-1", "10.0.0.4@1", -8, properties=False)]
+    events = [e for ev, _ in cases for e in ev] + [("silent-1", None, "10.0.0.5@1", T0, "CLIENT_STARTED", None, None)]
+    ri = [r for _, rows in cases for r in rows]
+
+    skew = host_clock_skew(spark.createDataFrame(events, EVENTS), spark.createDataFrame(ri, RI_PROPS))
+
+    assert [(r.host, r.offset_hours, r.samples) for r in skew.collect()] == [("utc-1", 8, 2)]
+
+
+def test_running_info_without_properties_gives_no_start_sample(spark):
+    events, ri = _started("utc-1", "10.0.0.1@1", -8)
+    without = [r[:7] + r[8:] for r in ri]  # a collector that keeps no properties
+
+    skew = host_clock_skew(spark.createDataFrame(events, EVENTS), spark.createDataFrame(without, RI))
+
+    assert skew.collect() == []
+
+
+def test_persist_samples_on_time_outvote_one_start_sample(spark):
+    """A host whose [persistAll] lines of three hours match running info on time keeps its
+    claims although one client's start reads 1 h off (a consumer built an hour before its
+    factory started: exact in form, wrong in fact)."""
+    on_time, on_time_ri = _client("app-1", "10.0.0.1@1", 0, 0)
+    start, start_ri = _started("app-1", "10.0.0.1@2", -1)
+    ri = [r[:7] + ({},) + r[7:] for r in on_time_ri] + start_ri
+
+    skew = host_clock_skew(spark.createDataFrame(on_time + start, EVENTS), spark.createDataFrame(ri, RI_PROPS))
+
+    assert skew.collect() == []

@@ -66,8 +66,8 @@ def send_back(minute, second, broker, queue_id, offset, retries, msg_id=MSG):
             offset, None, msg_id, retries, None, None)
 
 
-def pull_exception(minute, broker):
-    return ("g", at(minute, 1), "PULL_EXCEPTION", "t", "app-3", [("t", broker, 0)], None, None,
+def pull_exception(minute, broker, second=1):
+    return ("g", at(minute, second), "PULL_EXCEPTION", "t", "app-3", [("t", broker, 0)], None, None,
             None, None, None, None)
 
 
@@ -88,9 +88,9 @@ def master_down_day(spark):
         # without a rising count is no loop either
         send_back(5, 0, "a", 1, 50, 1, msg_id="A"),
         send_back(5, 0, "x", 1, 50, 3, msg_id="X"), send_back(5, 10, "x", 1, 50, 3, msg_id="X"),
-        # y: two rejected pulls are a blip; z: three are the 5.x slave-only state
+        # y: two rejected pulls are a blip; z: three a second apart are the 5.x slave-only state
         pull_exception(4, "y"), pull_exception(5, "y"),
-        pull_exception(6, "z"), pull_exception(6, "z"), pull_exception(7, "z"),
+        pull_exception(6, "z"), pull_exception(6, "z", 2), pull_exception(6, "z", 3),
         # b's failing consumer: msgId MSG at 800 retried locally every 10 s
         *[send_back(3, 10 * k, "b", 2, 800, k + 1) for k in range(5)],
     ]
@@ -109,6 +109,26 @@ def test_windows_rest_on_evidence_of_absence_and_end_at_the_first_evidence_of_re
         ("c", "z", at(6, 1), None, "pulls of g rejected", None, DAY),
     ], WINDOW_SCHEMA)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_rejected_pulls_count_in_runs_not_over_the_day(spark):
+    """Broker v: three pull exceptions a second apart at 10:03 (the outage), a route line with its
+    master back at 10:05, then one line per queue at 10:08 — a client shutting down fails each
+    in-flight pull once (the real cluster's 5.3.3 clients, README difference 14). Counted over the
+    day that queue had four lines and the shutdown opened a second window that never closed."""
+    offsets_df = spark.createDataFrame(offsets("v", [None] * 12), OFFSETS_SCHEMA)
+    events = [
+        *[("g", at(3, s), "PULL_EXCEPTION", "t", "app-3", [("t", "v", 0)], None, None, None, None,
+           None, None) for s in (1, 2, 3)],
+        route(5, 0, {"v": "10.0.9.14:10911"}),
+        *[("g", at(8, 10), "PULL_EXCEPTION", "t", "app-3", [("t", "v", q)], None, None, None, None,
+           None, None) for q in (0, 1, 2)],
+    ]
+
+    actual = build_master_down_windows(offsets_df, spark.createDataFrame(events, EVENTS_SCHEMA))
+
+    assert [(r.broker_name, r.down_from, r.down_until) for r in actual.collect()] == [
+        ("v", at(3, 1), at(5))]
 
 
 def test_offsets_alone_give_the_window_when_no_client_log_says_anything(spark):
@@ -179,6 +199,55 @@ def test_master_down_is_chosen_after_owner_down_and_before_consume_failing(spark
         "b's master was gone from 10:02:40 UTC (route change of t on host app-3), back at "
         f"10:09:50 UTC; msgId {MSG} at offset 800 failed and cannot go back to the broker: "
         "retried locally 5 times, no DLQ; offset pinned at 800; stuck from ")
+
+
+def pins_on_b_without_a_hand_back(spark):
+    """Pins on b inside b's window (10:02:40–10:09:50) that need no hand-back, beside one that
+    does: b/5 a slow message of concurrent c4 (later ones finish, nothing fails — the real
+    cluster's slow message on broker-b, tests/data/real-cluster/README.md difference 5); b/6
+    orderly c6 failing (suspends and retries locally whatever the broker); b/7 c5 with no
+    running info and no log line (a missing source); b/8 concurrent c7 failing, its client log
+    not collected: the failure rate alone shows the hand-back."""
+    def on_b(rows):
+        return [(r[0], r[1], r[2], "b", *r[4:]) for r in rows]
+
+    minutes = range(3, 10)
+    rows = []
+    for queue_id, offset, owner in ((5, 700, "c4"), (6, 600, "c6"), (7, 500, "c5"),
+                                    (8, 400, "c7")):
+        rows += on_b(pinned_rows(queue_id, offset, live(owner), claims=(owner,), minutes=minutes))
+    pq = [("c", "g", "c4", at(m, 3), "t", "b", 5, 700, 700, 700 + 10 * m, 1, False, at(m, 1), DAY)
+          for m in minutes]
+    pq += [("c", "g", client, at(m, 3), "t", "b", q, offset, offset, offset, 1, False, None, DAY)
+           for m in minutes for client, q, offset in (("c6", 6, 600), ("c7", 8, 400))]
+    cfg = [("c", "g", client, at(m, 3), None, client == "c6", DAY)
+           for m in minutes for client in ("c4", "c6", "c7")]
+    status = [("c", "g", client, at(m, 3), "t", ok, failed, DAY) for m in minutes
+              for client, ok, failed in (("c4", 2.0, 0.0), ("c6", 0.0, 0.3), ("c7", 0.0, 0.5))]
+    return (with_prev_ts(spark.createDataFrame(rows, STATE_SCHEMA)),
+            widen(spark, spark.createDataFrame(pq, PQ_SCHEMA), PROCESS_QUEUES_SCHEMA),
+            widen(spark, spark.createDataFrame(cfg, CONFIG_SCHEMA), CLIENT_CONFIG_SCHEMA),
+            widen(spark, spark.createDataFrame(
+                status, "cluster string, group string, client_id string, ts timestamp, "
+                        "topic string, consume_ok_tps double, consume_failed_tps double, "
+                        "date date"), CONSUME_STATUS_SCHEMA))
+
+
+def test_a_pin_on_b_during_its_window_is_master_down_only_when_a_message_of_it_failed(spark):
+    offsets_df, events_df = master_down_day(spark)
+    windows = build_master_down_windows(offsets_df, events_df)
+    queue_state, pq, cfg, status = pins_on_b_without_a_hand_back(spark)
+
+    actual = build_stuck_queues(queue_state, pq, cfg, status, events_df, RULES,
+                                models_df=no_models(spark), master_down_windows_df=windows)
+
+    rows = actual.select(*STUCK_COLUMNS).collect()
+    assert sorted((r.queue_id, r.owner, r.blocking_offset, r.root_cause) for r in rows) == [
+        (5, "c4", 700, "SLOW_MESSAGE"),
+        (6, "c6", 600, "CONSUME_FAILING"),
+        (7, "c5", None, "UNKNOWN"),
+        (8, "c7", 400, "MASTER_DOWN"),
+    ]
 
 
 def test_without_windows_no_episode_is_master_down(spark):
