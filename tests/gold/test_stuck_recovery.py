@@ -9,8 +9,9 @@ broker learns the client's commit at its next 5 s persist)."""
 
 from chispa import assert_df_equality
 
-from jobs.gold.stuck_queues import StuckRules, build_stuck_queues
+from jobs.gold.stuck_queues import build_stuck_queues
 from jobs.rules.models import MODELS_SCHEMA
+from tests.gold.test_stuck_causes import RULES, STATE
 from tests.rules.frames import (
     CLIENT_CONFIG_SCHEMA,
     CONSUME_STATUS_SCHEMA,
@@ -22,12 +23,6 @@ from tests.rules.frames import (
     with_prev_ts,
 )
 
-RULES = StuckRules(max_snapshot_gap_seconds=300, stuck_min_duration_seconds=300,
-                   consume_concurrently_max_span=2000, critical_lag=10000, critical_minutes=30)
-STATE = ("cluster string, group string, topic string, broker_name string, queue_id int, "
-         "ts timestamp, lag long, broker_offset long, consumer_offset long, "
-         "consumer_offset_delta long, owners array<string>, owner_count int, "
-         "claimed_by array<string>, date date")
 PQ = ("cluster string, group string, client_id string, ts timestamp, topic string, "
       "broker_name string, queue_id int, commit_offset long, cached_msg_min_offset long, "
       "cached_msg_max_offset long, cached_msg_count long, dropped boolean, date date")
