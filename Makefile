@@ -27,7 +27,11 @@ demo: $(STAMP)
 # (airflow/run_tests.sh). `make test-acceptance` is the heavier classic tier: the single-scenario
 # simulated days and the real spark-submit. `.ci/run` runs both; every test runs in one of them.
 # JUNIT_DIR=dir writes each pass's JUnit XML report there (the slowest tests: --durations).
-test: $(STAMP) lint chromium test-sail test-spark test-airflow
+# The Airflow venv (mostly downloads) is built in the background meanwhile; its log is
+# build/airflow-venv.log, and test-airflow waits for it (a lock in airflow/run_tests.sh).
+test:
+	@mkdir -p build && { PY=$(PY) bash airflow/run_tests.sh --build-only > build/airflow-venv.log 2>&1 & }
+	$(MAKE) --no-print-directory venv lint chromium test-sail test-spark test-airflow
 
 # ruff and mypy, configured in pyproject.toml ([tool.ruff], [tool.mypy]).
 lint: $(STAMP)

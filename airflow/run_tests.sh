@@ -5,6 +5,10 @@
 # constraints change; a fresh machine builds it. Extra arguments go to pytest.
 #   airflow/run_tests.sh               run the tests
 #   airflow/run_tests.sh --refreeze    rebuild the venv from the pins alone, rewrite constraints.txt
+#   airflow/run_tests.sh --build-only  build the venv when needed, run nothing (`make test` starts
+#                                      this in the background while the other passes run)
+# Two at once (the background build and the tests) take turns on a lock: one builds, the other
+# waits and then finds the venv built.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
@@ -13,8 +17,12 @@ VENV="${AIRFLOW_VENV:-$ROOT/.venv-airflow}"
 PINS=(apache-airflow==3.3.2 apache-airflow-providers-apache-spark==6.3.4 pytest==9.2.0)
 CONSTRAINTS="$HERE/constraints.txt"
 
-refreeze=0
+refreeze=0 build_only=0
 if [[ "${1:-}" == "--refreeze" ]]; then refreeze=1; shift; fi
+if [[ "${1:-}" == "--build-only" ]]; then build_only=1; shift; fi
+
+exec 9>"$VENV.lock"
+flock 9
 
 want="$(printf '%s\n' "${PINS[@]}"; [[ $refreeze == 1 ]] || cat "$CONSTRAINTS")"
 if [[ $refreeze == 1 || ! -f "$VENV/.installed" || "$(cat "$VENV/.installed")" != "$want" ]]; then
@@ -31,6 +39,8 @@ if [[ $refreeze == 1 || ! -f "$VENV/.installed" || "$(cat "$VENV/.installed")" !
   fi
   printf '%s\n' "$want" > "$VENV/.installed"
 fi
+flock -u 9
+if [[ $build_only == 1 ]]; then exit 0; fi
 
 AIRFLOW_HOME="$(mktemp -d)"
 export AIRFLOW_HOME
