@@ -417,7 +417,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     stuck_rows = stage(explain_stuck_episodes(
         stuck, silver["process_queues"], silver["client_config"], silver["consume_status"],
         bronze["client_log_events"], stuck_rules(settings), orphaned_rows, master_down,
-        queue_state_df=queue_state), "gold.stuck_queues.explained")
+        queue_state_df=queue_state, group_context_df=group_context), "gold.stuck_queues.explained")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
