@@ -225,7 +225,7 @@ public final class Collect {
                 }
                 ms[3] += System.currentTimeMillis() - t1;
                 if (lastFailed) {   // the failure line is out; nothing landed this round
-                    next = waitFor(next + interval, stop);
+                    if (round < rounds) next = waitFor(next + interval, stop);   // no wait after the last round
                     continue;
                 }
                 long wall = System.currentTimeMillis() - t0;
@@ -234,7 +234,7 @@ public final class Collect {
                     round, stamp, groups.length, nodes.size(), files, wall, ms[0], ms[1], ms[2], ms[4], extraRows, ms[3],
                     (double) (wall - ms[3]) / Math.max(1, groups.length));
                 stdout.flush();
-                next = waitFor(next + interval, stop);
+                if (round < rounds) next = waitFor(next + interval, stop);   // no wait after the last round
             }
         } finally {
             admin.shutdown();
