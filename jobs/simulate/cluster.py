@@ -269,15 +269,18 @@ class Cluster:
             if c.remove_ms is not None:
                 event_times.append((c.remove_ms, "remove", c))
         event_times.sort(key=lambda e: (e[0], e[2].broker, e[2].process.idx))
+        # membership as the first broker's channel table shows it (its own expiry scans); the
+        # other brokers' events of the same instant must not hide it (they sort first by name
+        # when the first broker's name is not the smallest)
         seen: set[tuple[int, int, str]] = set()
         for t, kind, c in event_times:
             key = (t, c.process.idx, kind)
-            if key in seen:
+            if c.broker != self.brokers[0] or key in seen:
                 continue
             seen.add(key)
-            if kind == "register" and c.broker == self.brokers[0]:
+            if kind == "register":
                 self.membership.append(MembershipEvent(t, group, "CLIENT_JOINED", c.process.idx))
-            elif kind == "remove" and c.broker == self.brokers[0]:
+            else:
                 p = c.process
                 label = "CLIENT_LEFT" if p.stop_kind == "clean" else "CLIENT_EXPIRED"
                 self.membership.append(MembershipEvent(t, group, label, p.idx))

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs import lake
@@ -19,6 +20,7 @@ from jobs.pipeline import (
 from jobs.rules.clocks import host_clock_skew
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
+from jobs.simulate.scenario import load_scenario
 from tests.conftest import TEST_ENGINE, shared_dir
 
 DAY = dt.date(2025, 11, 21)
@@ -33,6 +35,17 @@ WINDOWS = {
     "client-leaves": ("09:50", "10:20"),
     "master-down": ("01:05", "01:58"),
 }
+SCENARIOS_DIR = Path(__file__).parent / "scenarios"
+# Seed scenarios whose windows meet are simulated and computed together, each as its own groups
+# beside the others (tests/gold/scenarios/<day>.toml includes them): ``scenario_days(name)`` gives
+# the mixed day's layers and truth cut to ``name``'s groups — one day built instead of four or two.
+# A mixed day's window covers each member's own (client-leaves ends at 10:30 instead of 10:20).
+MIXED_DAYS = {
+    "seeds-night": (("00:00", "00:40"),
+                    ["healthy", "duplicate-client-id", "topicb-subscription", "strategy-mismatch"]),
+    "seeds-morning": (("09:50", "10:30"), ["slow-message", "client-leaves"]),
+}
+MIXED_DAY_OF = {name: day for day, (_, names) in MIXED_DAYS.items() for name in names}
 
 
 # The single-scenario days the classic parity tier (`make test`) runs: none. Each costs 70-300 s
@@ -101,12 +114,38 @@ def _read_staged(spark, staging, name: str, schema: StructType):
     return spark.read.schema(schema).parquet(str(path))
 
 
+def of_groups(layers, groups):
+    """Every table of every layer, only the rows of ``groups`` (tables without the column whole)."""
+    return {layer: {name: df.where(F.col("group").isin(sorted(groups))) if "group" in df.columns else df
+                    for name, df in frames.items()}
+            for layer, frames in layers.items()}
+
+
+def truth_of_groups(truth, groups):
+    """``truth`` with only the faults and unexplained episodes of ``groups``."""
+    return {**truth, "faults": [f for f in truth["faults"] if f.get("group") in groups],
+            "unexplained": [e for e in truth["unexplained"] if e.get("group") in groups]}
+
+
+def scenario_groups(name: str) -> set[str]:
+    return {g.name for g in load_scenario(name).groups}
+
+
 @pytest.fixture(scope="session")
 def scenario_days(spark, tmp_path_factory):
-    """``scenario_days(name)`` → (truth dict, layers) — simulated and computed once per run."""
+    """``scenario_days(name)`` → (truth dict, layers) — simulated and computed once per run; a
+    scenario of ``MIXED_DAYS`` is cut from its mixed day."""
     cache = {}
 
     def get(name):
+        if name in MIXED_DAY_OF:
+            day = MIXED_DAY_OF[name]
+            if day not in cache:
+                cache[day] = shared_layers(spark, tmp_path_factory, day,
+                                           str(SCENARIOS_DIR / f"{day}.toml"), MIXED_DAYS[day][0])
+            truth, layers = cache[day]
+            groups = scenario_groups(name)
+            return truth_of_groups(truth, groups), of_groups(layers, groups)
         if name not in cache:
             cache[name] = shared_layers(spark, tmp_path_factory, name, name, WINDOWS[name])
         return cache[name]

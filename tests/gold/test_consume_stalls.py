@@ -14,8 +14,7 @@ import datetime as dt
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.simulate.run import simulate
-from tests.gold.conftest import DAY, expected, run_layers
+from tests.gold.conftest import expected, shared_layers
 from tests.gold.test_stuck_queues import assert_equal_to_truth
 
 # a simulated day of its own: on classic Spark in the acceptance tier (`make test-acceptance`)
@@ -24,11 +23,15 @@ pytestmark = pytest.mark.heavy_day
 WINDOW = ("09:55", "10:15")
 
 
+def stalls_day(spark, tmp_path_factory):
+    """(truth, layers) of the consume-stalls day, computed once per run (it is also the
+    consumer-kinds day of tests/gold/test_consumer_kinds_day.py, whose groups it holds)."""
+    return shared_layers(spark, tmp_path_factory, "consume-stalls", "consume-stalls", WINDOW)
+
+
 @pytest.fixture(scope="module")
 def stalls(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("consume-stalls")
-    truth = simulate("consume-stalls", DAY, root / "landing", seed=0, window=WINDOW)
-    return truth, run_layers(spark, root / "landing", root / "staging")
+    return stalls_day(spark, tmp_path_factory)
 
 
 def test_stuck_queues_equal_the_truth_and_are_exactly_the_injected_ones(stalls):

@@ -8,22 +8,24 @@ import pytest
 
 from jobs.settings import Settings
 from jobs.simulate.run import simulate
-from tests.gold.conftest import DAY, run_layers
+from tests.gold.conftest import DAY, of_groups, run_layers, scenario_groups, truth_of_groups
+from tests.gold.test_consume_stalls import stalls_day
 from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth
 
-# classic Spark: in the acceptance tier, `make test-acceptance` (CI runs it); the consume-stalls day, which holds every
-# consumer kind too, runs in the classic pass
+# classic Spark: in the acceptance tier, `make test-acceptance` (CI runs it)
 pytestmark = pytest.mark.heavy_day
 
 WINDOW = ("09:50", "10:20")
 NO_OWNERSHIP = {"GID_bcast_config", "GID_pop_orders"}
+KINDS = scenario_groups("consumer-kinds")
 
 
 @pytest.fixture(scope="module")
 def kinds_day(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("consumer-kinds")
-    truth = simulate("consumer-kinds", DAY, root / "landing", seed=0, window=WINDOW)
-    return truth, run_layers(spark, root / "landing", root / "staging", Settings())
+    """The consumer-kinds groups, cut from the consume-stalls day that holds them beside the
+    stalled groups (its window, 09:55-10:15, holds the broadcast client's join and leave)."""
+    truth, layers = stalls_day(spark, tmp_path_factory)
+    return truth_of_groups(truth, KINDS), of_groups(layers, KINDS)
 
 
 def stuck_key(r):

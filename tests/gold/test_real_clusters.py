@@ -3,10 +3,9 @@ engines: each one's gold tables equal its truth, and what the broken rules used 
 them is gone."""
 
 import pytest
-from pyspark.sql import functions as F
 
 from jobs.simulate.run import simulate
-from tests.gold.conftest import expected, run_layers
+from tests.gold.conftest import expected, of_groups, run_layers
 from tests.gold.test_orphaned_queues import assert_queue_findings_equal_truth, double_key, found
 from tests.gold.test_rebalance import event_key, found_events
 
@@ -58,13 +57,6 @@ def test_gold_tables_equal_the_truth(real_day):
     assert_queue_findings_equal_truth(layers["gold"], truth, stuck_key)
 
 
-def of_group(layers, group):
-    """Every table of every layer, only ``group``'s rows (the tables without the column whole)."""
-    return {layer: {name: df.where(F.col("group") == group) if "group" in df.columns else df
-                    for name, df in frames.items()}
-            for layer, frames in layers.items()}
-
-
 def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
     """Issue #17 acceptance: groups without an injected fault are OK, and no finding of theirs
     is WARN or CRITICAL. A crash the supervisor restarts at once (with a new id, or keeping it)
@@ -87,14 +79,14 @@ def test_real_cluster_reports_nothing_above_info_without_a_fault(real_day):
 
 def test_logs_only_owners_come_from_the_latest_rebalance_sets(real_day):
     """Case 1: every snapshot after the clients started has a live owner from the logs."""
-    layers = of_group(real_day(MIXED)[1], "GID_logs_only")
+    layers = of_groups(real_day(MIXED)[1], {"GID_logs_only"})
     rows = layers["silver"]["queue_state"].where("ts > '2025-11-21 09:53:00'").collect()
     assert rows and all(r.owner_count == 1 for r in rows)
 
 
 def test_offsets_and_connections_only_owners_come_from_client_ip(real_day):
     """Case 2."""
-    layers = of_group(real_day(MIXED)[1], "GID_blind_billing")
+    layers = of_groups(real_day(MIXED)[1], {"GID_blind_billing"})
     rows = layers["silver"]["queue_state"].collect()
     assert rows and all(r.owner_count == 1 and r.owned_by_ip_only for r in rows
                         if r.ts.minute > 50 or r.ts.hour > 9)
@@ -102,7 +94,7 @@ def test_offsets_and_connections_only_owners_come_from_client_ip(real_day):
 
 def test_na_from_an_aborted_progress_loop_removes_no_owner(real_day):
     """Case 3: every queue says N/A, every queue has its live owner."""
-    layers = of_group(real_day(MIXED)[1], "GID_na_loop")
+    layers = of_groups(real_day(MIXED)[1], {"GID_na_loop"})
     rows = layers["silver"]["queue_state"].where("ts > '2025-11-21 09:51:00'").collect()
     assert rows and all(r.broker_reports_no_owner for r in rows)
     assert all(r.owner_count == 1 for r in rows)
@@ -110,7 +102,7 @@ def test_na_from_an_aborted_progress_loop_removes_no_owner(real_day):
 
 def test_master_and_slave_channels_are_one_process(real_day):
     """Case 5."""
-    layers = of_group(real_day(MIXED)[1], "GID_ms_orders")
+    layers = of_groups(real_day(MIXED)[1], {"GID_ms_orders"})
     members = layers["silver"]["group_members"].collect()
     assert members and {r.processes for r in members} == {1}
     assert {len(r.broker_addrs) for r in members} == {4}
@@ -120,7 +112,7 @@ def test_a_quick_restart_is_a_rebalance_gap_not_double_ownership(real_day):
     """Case 6."""
     group = "GID_restart_audit"
     truth, layers = real_day(MIXED)
-    layers = of_group(layers, group)
+    layers = of_groups(layers, {group})
     rows = layers["gold"]["orphaned_queues"].collect()
     assert rows and {(r.root_cause, r.severity) for r in rows} == {("REBALANCE_GAP", "INFO")}
     assert layers["gold"]["double_owned_queues"].collect() == []
@@ -148,7 +140,7 @@ def test_a_restart_that_keeps_its_id_is_a_rebalance_gap_not_a_duplicate_client_i
     the broker lists the dead process's channel beside the new one (cidAll has the id twice,
     so one slot is orphaned), but only one of them heartbeats: a REBALANCE_GAP (INFO) and a
     restart's two rebalances, never DUPLICATE_CLIENT_ID. Before, this day was a WARN."""
-    layers = of_group(real_day(MIXED)[1], "GID_restart_keepid")
+    layers = of_groups(real_day(MIXED)[1], {"GID_restart_keepid"})
     gold, silver = layers["gold"], layers["silver"]
     listed_twice = silver["group_members"].where("processes > 1").collect()
     assert listed_twice and {(r.running_processes, r.is_duplicate_id) for r in listed_twice} == {
@@ -189,7 +181,7 @@ def test_a_restart_that_keeps_its_id_seen_by_mqadmin_is_no_duplicate_either(real
 
 def test_an_abandoned_group_is_one_info_note(real_day):
     """Case 7."""
-    layers = of_group(real_day(MIXED)[1], "GID_retired")
+    layers = of_groups(real_day(MIXED)[1], {"GID_retired"})
     (row,) = layers["gold"]["group_health"].collect()
     assert row.status == "OK" and row.orphaned_queues == 0 and row.stuck_queues == 0
     assert len(row.findings) == 1 and row.findings[0].startswith("INFO abandoned: ")
@@ -218,7 +210,7 @@ def test_a_client_joining_after_a_3min_round_leaves_stale_owners(real_day):
 
 def test_partial_subscription_records_make_no_storm(real_day):
     """Case 9."""
-    layers = of_group(real_day(MIXED)[1], "GID_partial_subs")
+    layers = of_groups(real_day(MIXED)[1], {"GID_partial_subs"})
     assert layers["gold"]["rebalance_events"].collect() == []
 
 

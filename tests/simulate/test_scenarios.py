@@ -200,3 +200,26 @@ def test_sample_holds_every_fault_kind_and_nothing_unexplained(simulated):
     assert day.truth["unexplained"] == []
     assert len({r["group"] for r in day.records("offsets")}) == 10
     assert {f["finding"] for f in day.truth["expected_producer_findings"]} == {"HOT_QUEUE", "QUEUE_COUNT_SKEW"}
+
+
+def test_membership_comes_from_the_first_broker_whatever_the_brokers_names():
+    """A cluster whose first broker is not the smallest name (broker-b, then broker-a): the
+    client leaving 4-client ``cg-orders`` is still one CLIENT_LEFT membership event, as in the
+    client-leaves scenario alone (the other brokers' events of the same instant once hid it)."""
+    from pathlib import Path
+
+    from jobs.simulate.cluster import Cluster
+    from jobs.simulate.run import DAY_MS, expand_scale
+    from jobs.simulate.scenario import load_scenario
+
+    def leaves(name):
+        scenario = expand_scale(load_scenario(name), "S", 0)
+        cluster = Cluster(scenario, 0, -DAY_MS, DAY_MS)
+        return cluster.brokers[0], [(m.t, m.kind, cluster.processes[m.process].spec.name)
+                                    for m in cluster.membership
+                                    if m.group == "cg-orders" and m.kind != "CLIENT_JOINED"]
+
+    mixed = Path(__file__).parents[1] / "gold" / "scenarios" / "seeds-morning.toml"
+    first, events = leaves(str(mixed))
+    assert first == "broker-b"
+    assert events == leaves("client-leaves")[1] and [e[1:] for e in events] == [("CLIENT_LEFT", "l2")]
