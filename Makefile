@@ -67,11 +67,12 @@ test-spark: $(STAMP)
 test-acceptance: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "heavy_day or spark_only"
 
-# RocketMQ itself in the loop (issue 57; tests/data/real-cluster/README.md): builds realcluster/ with Maven
-# (RocketMQ 4.9.7 from Maven Central into ~/.m2), starts a name server, broker-a and broker-b (master + slave)
-# in a network namespace of its own when run as root, runs the seed cases with real clients, collects the day,
-# runs `rocketlens run` on it and prints one line per case; everything it started is stopped. Needs Java 17
-# and Maven; about 7 minutes on 2 cores. Scratch in /tmp/rocketlens-realcluster (RC_ROOT), never here.
+# RocketMQ itself in the loop (issue 57; tests/data/real-cluster/README.md): builds realcluster/ and the
+# product's collector/ with Maven (RocketMQ 4.9.7 from Maven Central into ~/.m2), starts a name server, broker-a
+# and broker-b (master + slave) in a network namespace of its own when run as root, runs the seed cases with real
+# clients, collects the day with `rocketlens collect`'s collector, runs `rocketlens run` on it and prints one line
+# per case; everything it started is stopped. Needs Java 17 and Maven; 7.5-8.7 minutes on 2 cores (measured
+# under other load). Scratch in /tmp/rocketlens-realcluster (RC_ROOT), never here.
 realcluster: $(STAMP)
 	@command -v java >/dev/null 2>&1 || { echo "realcluster: java not found: install a JDK 17"; exit 1; }
 	@command -v mvn >/dev/null 2>&1 || { echo "realcluster: mvn not found: install Maven 3 (apt-get install maven)"; exit 1; }

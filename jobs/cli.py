@@ -340,6 +340,7 @@ def _demo_findings(spark, lake: Path) -> str:
 
 
 def _register_commands() -> None:
+    from jobs.collect import collect_command
     from jobs.delivery.metrics import metrics_command
     from jobs.delivery.notify import notify_command
     from jobs.replay.cli import replay_command
@@ -348,6 +349,7 @@ def _register_commands() -> None:
     from jobs.simulate.cli import simulate_command
 
     main.add_command(simulate_command)
+    main.add_command(collect_command)
     main.add_command(replay_command)
     main.add_command(which_queue_command)
     main.add_command(report_command)

@@ -44,6 +44,7 @@ from jobs.rules.clocks import (
     without_skewed_hosts,
 )
 from jobs.rules.master_down import (
+    bridged_return_regressions,
     build_master_down_windows,
     groups_on_down_brokers,
     return_regressions,
@@ -403,10 +404,14 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     # a broker group's master down (DESIGN.md §5.3): cluster-wide windows (silver)
     master_down = silver["master_down_windows"]
     # an offset that goes back after the master returns is accepted, not a stuck episode
+    # ... and does not split a pin that spans the master's return either
+    regressions = return_regressions(silver["queue_offsets"], master_down,
+                                     d.master_return_window_seconds)
     stuck = stage(without_return_regressions(
-        lasting_stuck_episodes(queue_state, stuck_rules(settings), models_df=models),
-        return_regressions(silver["queue_offsets"], master_down,
-                           d.master_return_window_seconds)),
+        lasting_stuck_episodes(bridged_return_regressions(queue_state, regressions,
+                                                          d.master_return_window_seconds),
+                               stuck_rules(settings), models_df=models),
+        regressions),
         "gold.stuck_queues.episodes")
     # read by stuck_queues (NO_OWNER) and written as gold.orphaned_queues
     orphaned_rows = stage(explain_orphan_episodes(
@@ -417,7 +422,7 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
     stuck_rows = stage(explain_stuck_episodes(
         stuck, silver["process_queues"], silver["client_config"], silver["consume_status"],
         bronze["client_log_events"], stuck_rules(settings), orphaned_rows, master_down,
-        queue_state_df=queue_state), "gold.stuck_queues.explained")
+        queue_state_df=queue_state, group_context_df=group_context), "gold.stuck_queues.explained")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(

@@ -61,7 +61,9 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
     (None, "SUBSCRIPTION_INCONSISTENT"): (
         "Members of the group subscribe different topics: every member allocates the topic's "
         "queues over all members, so the share of a member that does not subscribe it is never "
-        "consumed. Make every member of the group subscribe the same topics and tags, "
+        "consumed; and each broker keeps the subscriptions of the member that heartbeated last, "
+        "refusing the other members' pulls of a topic it lacks, so even owned queues stall. "
+        "Make every member of the group subscribe the same topics and tags, "
         "or move the differing consumers to their own group."),
     (None, "STRATEGY_INCONSISTENT"): (
         "Members use different allocation strategies: each client computes its own slice, "

@@ -18,6 +18,7 @@ from jobs.rules.episodes import interval_start, minutes_between, number_episodes
 from jobs.rules.evidence import offset_advanced
 from jobs.rules.models import ownership_unknown_groups
 from jobs.rules.severity import at_most_info, severity
+from jobs.rules.subscription import non_subscribers as non_subscribers_of
 from jobs.rules.subscription import subscribes
 from jobs.rules.thresholds import OwnershipRules
 
@@ -63,10 +64,7 @@ def orphan_episodes(flagged_df: DataFrame, rules: OrphanRules) -> DataFrame:
     """Orphaned snapshots (``orphan_snapshots``) → one row per episode with its evidence
     columns. An episode covers the snapshot intervals in which nobody committed, so it starts
     at the snapshot before its first orphaned one (``interval_start``)."""
-    non_subscribers = F.transform(
-        F.filter("members", lambda m: m["topics"].isNotNull()
-                 & ~F.array_contains(m["topics"], F.col("topic"))),
-        lambda m: m["client_id"])
+    non_subscribers = non_subscribers_of(F.col("topic"), F.col("members"))
     episodes = flagged_df.groupBy(*QUEUE_KEY, "_episode").agg(
         F.max("_start_ts").alias("first_seen"),
         F.max("ts").alias("last_seen"),

@@ -37,6 +37,14 @@ stuck. Root cause, first that holds (``cause_chain``, the one place that orders 
   into the episode, none of its queues of the topic advance, and the queue caches at least two
   messages at each such snapshot (with a free thread the second would be taken): every consume
   thread is blocked, e.g. on a downstream call that hangs (facts §5.3 "Hung consumer").
+- ``SUBSCRIPTION_INCONSISTENT``: none of the above, and a live member of the group does not
+  subscribe the topic at some group snapshot of the episode (``subscription_evidence``). A broker
+  replaces the group's subscription table with each member's heartbeat; while the table lacks the
+  topic it refuses the subscribers' pulls of it (``CODE: 24 … the consumer's subscription not
+  exist``, ``CODE: 25 … not latest``), so a queue that is owned still receives nothing — seen on a
+  real 4.9.7 cluster (tests/data/real-cluster/README.md, difference 2; the 4.x log line names no
+  queue, so the members' subscriptions decide). ``blocking_offset`` = the committed offset, the
+  next message the owner cannot pull.
 - ``UNKNOWN``: a live owner, no evidence either way.
 
 Running-info evidence (rates, cached counts, spans, the listener) is read only from snapshots at
@@ -77,6 +85,7 @@ from jobs.rules.episodes import minutes_between, next_snapshots, with_previous_s
 from jobs.rules.master_down import master_down_episodes
 from jobs.rules.models import excluded_groups, without_groups
 from jobs.rules.severity import severity
+from jobs.rules.subscription import non_subscribers
 from jobs.settings import DetectionSettings
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
@@ -375,6 +384,19 @@ def log_evidence(episodes_df: DataFrame, log_events_df: DataFrame) -> DataFrame:
             .join(sent_back, on=EPISODE_KEY, how="left"))
 
 
+def subscription_evidence(episodes_df: DataFrame, group_context_df: DataFrame) -> DataFrame:
+    """Per episode: ``_non_subscribers``, the live members that do not subscribe the queue's topic
+    at some group snapshot (``gold.group_context``) within [stuck_since, last_seen]
+    (``jobs.rules.subscription.non_subscribers``); empty when every member subscribes it."""
+    ctx = group_context_df.select("cluster", "group", F.col("ts").alias("_ctx_ts"), "members")
+    return (episodes_df.select(*EPISODE_KEY, "stuck_since", "last_seen")
+            .join(ctx, on=["cluster", "group"], how="inner")
+            .where((F.col("_ctx_ts") >= F.col("stuck_since")) & (F.col("_ctx_ts") <= F.col("last_seen")))
+            .groupBy(*EPISODE_KEY)
+            .agg(F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+                non_subscribers(F.col("topic"), F.col("members")))))).alias("_non_subscribers")))
+
+
 def orphaned_during(episodes_df: DataFrame, orphaned_df: DataFrame) -> DataFrame:
     """Per stuck episode: ``_orphaned`` when a gold.orphaned_queues row of the same queue
     overlaps it."""
@@ -436,6 +458,7 @@ def cause_chain() -> list[tuple[str, Column]]:
         ("CONSUME_FAILING", failing),
         ("SLOW_MESSAGE", slow),
         ("CONSUMER_HUNG", hung),
+        ("SUBSCRIPTION_INCONSISTENT", F.coalesce(F.size("_non_subscribers"), F.lit(0)) > 0),
     ]
 
 
@@ -449,7 +472,8 @@ def with_root_cause(df: DataFrame) -> DataFrame:
     rc = F.col("root_cause")
     jumped = ((F.col("_next_offset") != F.col("committed_offset"))
               & (F.col("_next_ts") <= F.col("_until")))
-    blocks = (rc == "SLOW_MESSAGE") | ((rc == "CONSUME_FAILING") & (_n("_held_rows") > 0))
+    blocks = ((rc == "SLOW_MESSAGE") | (rc == "SUBSCRIPTION_INCONSISTENT")
+              | ((rc == "CONSUME_FAILING") & (_n("_held_rows") > 0)))
     return (df.withColumn("root_cause", cause)
             .withColumn("owner", F.when(rc != "NO_OWNER",
                                         F.col("_first_owner").getField("client_id")))
@@ -551,6 +575,13 @@ def evidence() -> Column:
                 F.lit(" (last consumed at "), _iso(F.col("_last_consume_at")), F.lit(" UTC)")))
             .otherwise(F.lit("")),
             F.lit(": every consume thread is blocked, e.g. on a downstream call"), flow))
+        .when(rc == "SUBSCRIPTION_INCONSISTENT", F.concat(
+            F.lit("live member(s) "), F.array_join("_non_subscribers", ", "),
+            F.lit(" do not subscribe "), F.col("topic"),
+            F.lit(": a broker replaces the group's subscription table with each member's heartbeat and,"
+                  " while it lacks the topic, refuses the pulls of its queues (CODE: 24 the consumer's"
+                  " subscription not exist), so owner "), _text("owner"),
+            F.lit(" receives nothing past offset "), offset, F.lit(" although it holds the queue")))
         .otherwise(F.concat(
             F.lit("owner "), _text("owner"), F.lit(" is live but the commit stays at "), offset,
             F.lit("; its running info shows no failures, no pinned message with later ones"
@@ -595,10 +626,12 @@ def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
                            log_events_df: DataFrame, rules: StuckRules,
                            orphaned_df: DataFrame | None = None,
                            master_down_windows_df: DataFrame | None = None, *,
-                           queue_state_df: DataFrame) -> DataFrame:
+                           queue_state_df: DataFrame,
+                           group_context_df: DataFrame | None = None) -> DataFrame:
     """Lasting episodes plus their running-info, offset and log evidence → gold.stuck_queues.
     ``master_down_windows_df``: ``jobs.rules.master_down.build_master_down_windows`` (MASTER_DOWN
-    needs it; without it no episode gets that cause)."""
+    needs it; without it no episode gets that cause). ``group_context_df``: gold.group_context
+    (SUBSCRIPTION_INCONSISTENT needs it; without it no episode gets that cause)."""
     joined = episodes_df
     pinned = pinned_snapshots(episodes_df, process_queues_df)
     for part in (process_queue_evidence(episodes_df, process_queues_df, client_config_df, rules,
@@ -617,6 +650,11 @@ def explain_stuck_episodes(episodes_df: DataFrame, process_queues_df: DataFrame,
             rules.max_snapshot_gap_seconds).select(
                 *EPISODE_KEY, "_master_down", "_md_blocking_offset", "_md_evidence"),
             on=EPISODE_KEY, how="left")
+    if group_context_df is None:
+        joined = joined.withColumn("_non_subscribers", F.lit(None).cast("array<string>"))
+    else:
+        joined = joined.join(subscription_evidence(episodes_df, group_context_df), on=EPISODE_KEY,
+                             how="left")
     if orphaned_df is None:
         joined = joined.withColumn("_orphaned", F.lit(None).cast("boolean"))
     else:
@@ -630,11 +668,12 @@ def build_stuck_queues(queue_state_df: DataFrame, process_queues_df: DataFrame,
                        log_events_df: DataFrame, rules: StuckRules,
                        orphaned_df: DataFrame | None = None, *,
                        models_df: DataFrame,
-                       master_down_windows_df: DataFrame | None = None) -> DataFrame:
+                       master_down_windows_df: DataFrame | None = None,
+                       group_context_df: DataFrame | None = None) -> DataFrame:
     """The whole detector: silver frames (and bronze client-log events, gold.orphaned_queues,
     the master-down windows) in, gold.stuck_queues out."""
     return explain_stuck_episodes(lasting_stuck_episodes(queue_state_df, rules,
                                                          models_df=models_df),
                                   process_queues_df, client_config_df, consume_status_df,
                                   log_events_df, rules, orphaned_df, master_down_windows_df,
-                                  queue_state_df=queue_state_df)
+                                  queue_state_df=queue_state_df, group_context_df=group_context_df)

@@ -222,6 +222,43 @@ def return_regressions(queue_offsets_df: DataFrame, windows_df: DataFrame,
             .distinct())
 
 
+def bridged_return_regressions(queue_state_df: DataFrame, regressions_df: DataFrame,
+                               master_return_window_seconds: int) -> DataFrame:
+    """silver.queue_state as the stuck detector reads it: the stale snapshots B's returned master
+    reports (``return_regressions``: its pre-outage offset, below the one before it) are left out,
+    and the next snapshot continues from the one before them — its ``prev_ts`` is that snapshot's
+    and its ``consumer_offset_delta`` counts from the offset before the regression (``_back_from``).
+
+    A stale snapshot is one within ``master_return_window_seconds`` of a regression of its queue,
+    at or after it, whose committed offset is below that regression's ``_back_from``. The offset
+    the client committed is the same before and after the blip, so a pin spanning the master's
+    return is one episode: on the real cluster a ``%RETRY%`` queue pinned at 48 for 80 s read 48,
+    44 (the returned master), 48 and was cut into 40 s + 20 s (tests/data/real-cluster/README.md,
+    difference 18)."""
+    window_ms = master_return_window_seconds * 1000
+    regressions = (regressions_df.select(*QUEUE_KEY, F.col("ts").alias("_r_ts"), "_back_from")
+                   .join(queue_state_df.select(*QUEUE_KEY, F.col("ts").alias("_r_ts"),
+                                               F.col("prev_ts").alias("_r_prev_ts")),
+                         on=[*QUEUE_KEY, "_r_ts"], how="inner"))
+    stale = (queue_state_df.select(*QUEUE_KEY, "ts", "consumer_offset")
+             .join(regressions, on=QUEUE_KEY, how="inner")
+             .where((F.col("ts") >= F.col("_r_ts"))
+                    & (F.unix_millis("ts") <= F.unix_millis("_r_ts") + F.lit(window_ms))
+                    & (F.col("consumer_offset") < F.col("_back_from")))
+             .groupBy(*QUEUE_KEY, "ts")
+             .agg(F.max_by("_r_prev_ts", "_r_ts").alias("_r_prev_ts"),
+                  F.max_by("_back_from", "_r_ts").alias("_back_from")))
+    after = stale.select(*QUEUE_KEY, F.col("ts").alias("prev_ts"), "_r_prev_ts", "_back_from")
+    kept = queue_state_df.join(stale.select(*QUEUE_KEY, "ts"), on=[*QUEUE_KEY, "ts"], how="left_anti")
+    return (kept.join(after, on=[*QUEUE_KEY, "prev_ts"], how="left")
+            .withColumn("consumer_offset_delta", F.when(
+                F.col("_back_from").isNotNull(), F.col("consumer_offset") - F.col("_back_from"))
+                .otherwise(F.col("consumer_offset_delta")))
+            .withColumn("prev_ts", F.coalesce("_r_prev_ts", "prev_ts"))
+            .drop("_r_prev_ts", "_back_from")
+            .select(*queue_state_df.columns))
+
+
 def without_return_regressions(episodes_df: DataFrame, regressions_df: DataFrame) -> DataFrame:
     """Stuck episodes minus those that start at an accepted post-return regression: the stale
     offset the returned master reports is no stuck episode of its own (DESIGN.md §5.3)."""

@@ -26,6 +26,18 @@ def subscribes(topic: Column, members: Column) -> Column:
         known, lambda m: F.array_contains(m["topics"], topic))
 
 
+def non_subscribers(topic: Column, members: Column) -> Column:
+    """The client ids of the ``members`` whose own subscriptions are known and do not name the
+    topic (``array<string>``). RocketMQ allocates every subscribed topic's queues over the whole
+    group's cidAll, so such a member's share of the topic is never pulled (facts §2.2); and a
+    4.x/5.x broker replaces the group's subscription table with each member's heartbeat, so while
+    it lacks the topic it refuses the subscribers' pulls of it (``CODE: 24 … subscription not
+    exist``; tests/data/real-cluster/README.md, difference 2)."""
+    return F.transform(
+        F.filter(members, lambda m: m["topics"].isNotNull() & ~F.array_contains(m["topics"], topic)),
+        lambda m: m["client_id"])
+
+
 def changed_topics(subs: Column, prev_subs: Column) -> Column:
     """Some member known in both rounds (``array<struct<client_id, topics>>``) reports another
     topic set; a member whose set is unknown in either round changes nothing. The sets are

@@ -17,12 +17,16 @@ from jobs.ingest.client_logs import LogZones, parse_client_log_lines
 
 TARBALL = Path(__file__).resolve().parents[1] / "data" / "real-cluster" / "day-2026-12-07.tar.gz"
 DAY_FOLDER = "client_logs/date=2026-12-07"
-# (client, landing host folder, log file, group): one 4.9.7 and one 5.3.3 client, both in UTC JVMs
+# (client, landing host folder, log file, group): one 4.9.7 and one 5.3.3 client, both in UTC JVMs.
+# Not healthy-1: a 4.9.7 client logs through an async queue that exit does not drain, and on this day
+# healthy-1's last lines (its shutdown OKs) were lost (tests/data/real-cluster/README.md, difference 15).
 CLIENTS = {
-    "4.9.7": ("healthy-1", "localhost", "c-healthy-1.log", "GID_rc_healthy"),
+    "4.9.7": ("healthy-2", "localhost", "c-healthy-2.log", "GID_rc_healthy"),
     "5.3.3": ("healthy5-1", "localhost-v5", "c-healthy5-1.log", "GID_rc_healthy5"),
 }
-SHUTDOWN_WITHIN = dt.timedelta(seconds=2)
+# the shutdown line follows the recorded instant within seconds (a 5.3.3 factory took 3.1 s to stop
+# on this day under load); a wrong zone is off by hours
+SHUTDOWN_WITHIN = dt.timedelta(seconds=10)
 
 
 def real_shutdown(version: str) -> tuple[str, str, dt.datetime]:

@@ -24,6 +24,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from jobs.collect import collector_argv
 from tests.realcluster import cases as C
 from tests.realcluster.cluster import (
     BROKERS,
@@ -249,13 +250,15 @@ def start_producers(procs: Procs, lib: Path, root: Path, seconds: int) -> None:
 
 
 def start_collector(procs: Procs, lib: Path, root: Path, interval: int) -> None:
-    groups = ",".join(c.group for c in C.CASES)
-    argv = ["java", *SMALL, "-Xmx96m", "-Duser.timezone=UTC", procs.marker,
-            f"-Dlogback.configurationFile={root / 'rmqhome' / 'conf' / 'logback_collector.xml'}",
-            f"-Duser.home={root / 'collector'}", "-cp", f"{lib}/*", "rocketlens.realcluster.Collect",
-            "--landing", str(root / "landing"), "--routes", str(root / "routes"), "--cluster", CLUSTER,
-            "--groups", groups, "--topics", ",".join(C.topics_of()), "--interval-s", str(interval),
-            "--stop-file", str(root / "collect.stop")]
+    groups = [c.group for c in C.CASES]
+    logback = root / "rmqhome" / "conf" / "logback_collector.xml"
+    # the product's command line (`rocketlens collect`, jobs/collect.py) with the harness's JVM options
+    argv = collector_argv(lib.parent / "collector" / "lib", NAMESRV, root / "landing", CLUSTER, groups, interval,
+                          stop_file=root / "collect.stop",
+                          jvm_opts=[*SMALL, "-Xmx96m", "-Duser.timezone=UTC", procs.marker,
+                                    f"-Dlogback.configurationFile={logback}",
+                                    f"-Duser.home={root / 'collector'}"])
+    argv += ["--routes", str(root / "routes"), "--topics", ",".join(C.topics_of())]
     (root / "collector").mkdir(exist_ok=True)
     procs.spawn("collector", argv, cwd=root / "collector")
     log(f"collector started: {len(C.CASES)} groups every {interval}s")

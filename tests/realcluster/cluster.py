@@ -23,6 +23,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs.cli_common import RocketlensError
+from jobs.collect import build_collector
+
 REPO = Path(__file__).resolve().parents[2]
 POM = REPO / "realcluster" / "pom.xml"
 POM5 = REPO / "realcluster" / "client5" / "pom.xml"   # the same client programs on the 5.x remoting client
@@ -208,7 +211,7 @@ def _wait_gone(pid: int, child: subprocess.Popen | None, timeout: float) -> None
 
 def build(build_dir: Path) -> tuple[Path, Path]:
     """Compile realcluster/ and copy RocketMQ's jars (Maven Central through ~/.m2) into build_dir/lib; the
-    5.x client build into build_dir/client5/lib."""
+    5.x client build into build_dir/client5/lib; the product's collector into build_dir/collector/lib."""
     t0 = time.monotonic()
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found: install Maven 3 (Debian: apt-get install maven)")
@@ -227,8 +230,13 @@ def build(build_dir: Path) -> tuple[Path, Path]:
         lib = out / "lib"
         shutil.copy(out / jar, lib / jar)
         libs.append(lib)
-    log(f"built realcluster ({len(list(libs[0].glob('*.jar')))} jars) and its 5.x client "
-        f"({len(list(libs[1].glob('*.jar')))} jars) in {time.monotonic() - t0:.1f}s -> {build_dir}")
+    try:  # the product's collector (collector/, `rocketlens collect`), built the way that command builds it
+        coll = build_collector(build_dir / "collector")
+    except RocketlensError as e:
+        raise HarnessError(e.format_message()) from None
+    log(f"built realcluster ({len(list(libs[0].glob('*.jar')))} jars), its 5.x client "
+        f"({len(list(libs[1].glob('*.jar')))} jars) and the collector ({len(list(coll.glob('*.jar')))} jars) "
+        f"in {time.monotonic() - t0:.1f}s -> {build_dir}")
     return libs[0], libs[1]
 
 

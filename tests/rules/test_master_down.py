@@ -328,3 +328,46 @@ def test_after_the_return_released_at_passes_the_blocking_offset_and_a_new_owner
         (2, at(12), 100),  # 700 → 800 consumed again by c4; 100 > the pinned row's own 30
         (3, at(10), 5)]  # not MASTER_DOWN: unchanged
     assert actual[0].evidence == "…; the offset passed it at 2025-11-21 10:12:00 UTC"
+
+
+def test_a_pin_spanning_the_return_is_one_episode_across_the_stale_offsets(spark):
+    """bridged_return_regressions (README difference 18): the returned master's stale offsets
+    leave the stuck detector's queue_state and the next snapshot continues from the one before
+    them; a decrease outside the return window, or with no regression, is left as it is."""
+    from jobs.gold.stuck_queues import stuck_snapshots
+    from jobs.rules.master_down import bridged_return_regressions
+
+    schema = ("cluster string, group string, topic string, broker_name string, queue_id int, "
+              "ts timestamp, prev_ts timestamp, lag long, consumer_offset long, "
+              "consumer_offset_delta long, owners array<string>, owner_count int, "
+              "claimed_by array<string>, date date")
+    offsets_by_queue = {
+        0: [48, 48, 48, 48, 44, 48, 48],    # one stale snapshot (minute 4), the pin goes on
+        1: [48, 48, 48, 48, 44, 44, 50],    # two stale snapshots, then the owner moves on
+        2: [48, 48, 48, 48, 48, 48, 48],
+    }
+    rows = []
+    for q, offs in offsets_by_queue.items():
+        for m, off in enumerate(offs):
+            prev = offs[m - 1] if m else None
+            rows.append(("c", "g", "t", "b", q, at(m), at(m - 1) if m else None, 10 + m, off,
+                         None if prev is None else off - prev, ["o"], 1, ["o"], DAY))
+    # queue 2: a decrease 20 minutes after its regression, past the 15-minute return window
+    rows += [("c", "g", "t", "b", 2, at(24), at(6), 30, 40, -8, ["o"], 1, ["o"], DAY)]
+    regressions = spark.createDataFrame(
+        [("c", "g", "t", "b", 0, at(4), 48, 44), ("c", "g", "t", "b", 1, at(4), 48, 44),
+         ("c", "g", "t", "b", 2, at(4), 48, 48)],
+        "cluster string, group string, topic string, broker_name string, queue_id int, ts timestamp, "
+        "_back_from long, _back_to long")
+
+    bridged = bridged_return_regressions(spark.createDataFrame(rows, schema), regressions, 900)
+
+    got = sorted((r.queue_id, r.ts, r.prev_ts, r.consumer_offset_delta)
+                 for r in bridged.collect() if r.ts >= at(3))
+    assert got == sorted([
+        (0, at(3), at(2), 0), (0, at(5), at(3), 0), (0, at(6), at(5), 0),
+        (1, at(3), at(2), 0), (1, at(6), at(3), 2),
+        (2, at(3), at(2), 0), (2, at(4), at(3), 0), (2, at(5), at(4), 0), (2, at(6), at(5), 0),
+        (2, at(24), at(6), -8)])
+    episodes = {(r.queue_id, r._episode) for r in stuck_snapshots(bridged, 300).collect()}
+    assert sorted(q for q, _ in episodes) == [0, 1, 2]  # one episode per queue: none split
