@@ -49,6 +49,7 @@ TABLES: dict[str, dict[str, str]] = {
         "last_timestamp": "store time (epoch ms) of the message at consumer_offset - 1",
         "client_ip": "client holding the queue per the broker, N/A when none",
         "broker_id": "node that answered: 0 master, other a slave, null unknown",
+        "min_offset": "queue's minimum offset on the broker (older messages deleted), null unknown",
     },
     "bronze.connections": {
         "_table": "consumerConnection records: one row per client channel per broker",
@@ -121,6 +122,7 @@ TABLES: dict[str, dict[str, str]] = {
         "last_consumed_at": "store time of the last consumed message",
         "prev_ts": "previous snapshot of the queue",
         "broker_id": "node that answered: 0 master, other a slave (master down), null unknown",
+        "min_offset": "queue's minimum offset on the broker (older messages deleted), null unknown",
     },
     "silver.group_members": {
         "_table": "per group x snapshot x client id (connections)",
