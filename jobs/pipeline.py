@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from jobs import lake
+from jobs.gold.backlog_forecast import backlog_findings, build_backlog_forecast, forecast_rules
 from jobs.gold.double_owned_queues import build_double_owned_queues
 from jobs.gold.group_context import build_group_context
 from jobs.gold.group_health import build_group_health
@@ -418,13 +419,19 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         stuck, silver["process_queues"], silver["client_config"], silver["consume_status"],
         bronze["client_log_events"], stuck_rules(settings), orphaned_rows, master_down,
         queue_state_df=queue_state), "gold.stuck_queues.explained")
+    # written as gold.stuck_queues and read by the backlog forecast (a stuck queue's forecast)
+    stuck_queues = stage(with_master_return(stuck_rows, queue_state, master_down,
+                                            d.master_return_window_seconds),
+                         "gold.stuck_queues.rows")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
             queue_state, group_context, silver["group_members"],
             orphan_rules(settings), models_df=models),
-        "stuck_queues": with_master_return(stuck_rows, queue_state, master_down,
-                                           d.master_return_window_seconds),
+        "stuck_queues": stuck_queues,
+        # DESIGN.md §5.4: at the day's last snapshot; a stuck or orphaned queue's row says so
+        "backlog_forecast": build_backlog_forecast(
+            silver["queue_offsets"], forecast_rules(settings), stuck_queues, orphaned_rows, models),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
@@ -460,7 +467,8 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
                                  silver["client_config"], silver["queue_ownership"]),
         data_quality_df=data_quality,
         master_down_df=groups_on_down_brokers(silver["queue_offsets"],
-                                              silver["master_down_windows"]))}
+                                              silver["master_down_windows"]),
+        backlog_df=backlog_findings(gold["backlog_forecast"], forecast_rules(settings)))}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
@@ -473,7 +481,8 @@ def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
     return {"incidents": build_incidents(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], previous, settings.severity.rebalance_warn_count,
-        producer_df=gold["producer_findings"], master_down_df=master_down)}
+        producer_df=gold["producer_findings"], master_down_df=master_down,
+        backlog_df=backlog_findings(gold["backlog_forecast"], forecast_rules(settings)))}
 
 
 def previous_incidents(spark: SparkSession, lake_dir: str | Path,
