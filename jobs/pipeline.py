@@ -431,7 +431,8 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         "stuck_queues": stuck_queues,
         # DESIGN.md §5.4: at the day's last snapshot; a stuck or orphaned queue's row says so
         "backlog_forecast": build_backlog_forecast(
-            silver["queue_offsets"], forecast_rules(settings), stuck_queues, orphaned_rows, models),
+            silver["queue_offsets"], forecast_rules(settings), stuck_queues, orphaned_rows, models,
+            silver["member_context"], silver["consume_status"], stage),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from jobs.gold.capacity_advice import ADVICE_COLUMNS, build_capacity_advice
+from jobs.lake import Stage, no_staging
 from jobs.rules.models import excluded_groups
 
 QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
@@ -68,6 +70,8 @@ class ForecastRules:
     min_backlog: int = 1000
     loss_warn_hours: int = 24
     loss_critical_hours: int = 6
+    clear_by: str = "08:00"
+    clear_by_timezone: str = "UTC"
     retention: Retention = Retention()
     # per-cluster retention overriding ``retention``
     clusters: dict[str, Retention] = field(default_factory=dict)
@@ -81,7 +85,8 @@ def forecast_rules(settings) -> ForecastRules:
         return Retention(c.file_reserved_hours, c.delete_when_hour, c.timezone)
 
     return ForecastRules(f.cleared_lag, f.window_minutes, f.flat_fraction, f.min_backlog,
-                         f.loss_warn_hours, f.loss_critical_hours, of(r),
+                         f.loss_warn_hours, f.loss_critical_hours, f.clear_by,
+                         f.clear_by_timezone, of(r),
                          {name: of(c) for name, c in r.clusters.items()})
 
 
@@ -126,31 +131,8 @@ def queue_forecasts(queue_offsets_df: DataFrame, rules: ForecastRules,
     with null. ``stuck_df`` (gold.stuck_queues), ``orphaned_df`` (gold.orphaned_queues) give the
     STUCK and NO_OWNER reasons; ``models_df`` (``jobs.rules.models.consumer_models``) removes the
     broadcasting and pop groups."""
-    offsets = queue_offsets_df
-    if "min_offset" not in offsets.columns:  # optional (§3.1): unknown
-        offsets = offsets.withColumn("min_offset", F.lit(None).cast("long"))
-    if models_df is not None:
-        offsets = offsets.join(excluded_groups(models_df), on=["cluster", "group"],
-                               how="left_anti")
-    by_queue = Window.partitionBy(*QUEUE_KEY)
-    recent = (offsets.withColumn("_as_of", F.max("ts").over(by_queue))
-              .where(F.col("ts") >= F.col("_as_of")
-                     - F.expr(f"INTERVAL {rules.window_minutes} MINUTES")))
-    ends = recent.groupBy(*QUEUE_KEY, "date").agg(
-        F.min(F.struct("ts", "broker_offset", "consumer_offset")).alias("_first"),
-        F.max(F.struct("ts", "broker_offset", "consumer_offset", "lag", "min_offset",
-                       "last_consumed_at")).alias("_last"))
-    seconds = (F.unix_millis("_last.ts") - F.unix_millis("_first.ts")) / F.lit(1000.0)
-    rated = ends.select(
-        *QUEUE_KEY, "date", F.col("_last.ts").alias("as_of"), F.col("_last.lag").alias("backlog"),
-        F.when(seconds > 0, (F.col("_last.broker_offset") - F.col("_first.broker_offset"))
-               / seconds).alias("arrival_rate"),
-        F.when(seconds > 0, (F.col("_last.consumer_offset") - F.col("_first.consumer_offset"))
-               / seconds).alias("drain_rate"),
-        F.col("_last.consumer_offset").alias("_consumer_offset"),
-        F.col("_last.min_offset").alias("_min_offset"),
-        F.col("_last.last_consumed_at").alias("_last_consumed_at"),
-    ).where(F.col("backlog") > rules.cleared_lag)
+    rated = queue_rates(queue_offsets_df, rules, models_df).where(
+        F.col("backlog") > rules.cleared_lag)
     rated = rated.withColumn("trend", _trend(F.col("arrival_rate"), F.col("drain_rate"),
                                              rules.flat_fraction))
     rated = _with_episode(rated, orphaned_df, "first_seen", "last_seen", "_orphaned")
@@ -173,6 +155,37 @@ def queue_forecasts(queue_offsets_df: DataFrame, rules: ForecastRules,
         F.lit(None).cast("int").alias("consumers_to_add"),
         F.lit(None).cast("int").alias("queues_to_add"),
         F.lit(None).cast("string").alias("advice"))
+
+
+def queue_rates(queue_offsets_df: DataFrame, rules: ForecastRules,
+                models_df: DataFrame | None = None) -> DataFrame:
+    """Every queue's ``as_of``, ``backlog`` and rates over the window (module docstring),
+    caught up or not, with ``_consumer_offset``, ``_min_offset``, ``_last_consumed_at`` at
+    ``as_of``; without the groups ``models_df`` says own no queues (broadcasting, pop)."""
+    offsets = queue_offsets_df
+    if "min_offset" not in offsets.columns:  # optional (§3.1): unknown
+        offsets = offsets.withColumn("min_offset", F.lit(None).cast("long"))
+    if models_df is not None:
+        offsets = offsets.join(excluded_groups(models_df), on=["cluster", "group"],
+                               how="left_anti")
+    by_queue = Window.partitionBy(*QUEUE_KEY)
+    recent = (offsets.withColumn("_as_of", F.max("ts").over(by_queue))
+              .where(F.col("ts") >= F.col("_as_of")
+                     - F.expr(f"INTERVAL {rules.window_minutes} MINUTES")))
+    ends = recent.groupBy(*QUEUE_KEY, "date").agg(
+        F.min(F.struct("ts", "broker_offset", "consumer_offset")).alias("_first"),
+        F.max(F.struct("ts", "broker_offset", "consumer_offset", "lag", "min_offset",
+                       "last_consumed_at")).alias("_last"))
+    seconds = (F.unix_millis("_last.ts") - F.unix_millis("_first.ts")) / F.lit(1000.0)
+    return ends.select(
+        *QUEUE_KEY, "date", F.col("_last.ts").alias("as_of"), F.col("_last.lag").alias("backlog"),
+        F.when(seconds > 0, (F.col("_last.broker_offset") - F.col("_first.broker_offset"))
+               / seconds).alias("arrival_rate"),
+        F.when(seconds > 0, (F.col("_last.consumer_offset") - F.col("_first.consumer_offset"))
+               / seconds).alias("drain_rate"),
+        F.col("_last.consumer_offset").alias("_consumer_offset"),
+        F.col("_last.min_offset").alias("_min_offset"),
+        F.col("_last.last_consumed_at").alias("_last_consumed_at"))
 
 
 def _with_episode(df: DataFrame, episodes_df: DataFrame | None, start: str, end: str,
@@ -221,11 +234,28 @@ def topic_forecasts(queue_rows_df: DataFrame, rules: ForecastRules) -> DataFrame
 def build_backlog_forecast(queue_offsets_df: DataFrame, rules: ForecastRules,
                            stuck_df: DataFrame | None = None,
                            orphaned_df: DataFrame | None = None,
-                           models_df: DataFrame | None = None) -> DataFrame:
+                           models_df: DataFrame | None = None,
+                           member_context_df: DataFrame | None = None,
+                           consume_status_df: DataFrame | None = None,
+                           stage: Stage = no_staging) -> DataFrame:
     """gold.backlog_forecast: the queue rows of ``queue_forecasts`` and their group × topic rows
-    (``topic_forecasts``), ``COLUMNS``."""
-    queues = queue_forecasts(queue_offsets_df, rules, stuck_df, orphaned_df, models_df)
-    return queues.select(*COLUMNS).unionByName(topic_forecasts(queues, rules).select(*COLUMNS))
+    (``topic_forecasts``), ``COLUMNS``; with silver.member_context and silver.consume_status the
+    group × topic rows carry the capacity advice (``jobs.gold.capacity_advice``). ``stage(df,
+    name)`` stores the queue rows and rates, which the advice reads several times."""
+    queues = stage(queue_forecasts(queue_offsets_df, rules, stuck_df, orphaned_df, models_df),
+                   "gold.backlog_forecast.queues")
+    topics = topic_forecasts(queues, rules)
+    if member_context_df is not None and consume_status_df is not None:
+        rates = stage(queue_rates(queue_offsets_df, rules, models_df),
+                      "gold.backlog_forecast.rates")
+        advice = build_capacity_advice(
+            stage(topics, "gold.backlog_forecast.topics"), rates, queues, member_context_df,
+            consume_status_df, rules.window_minutes, rules.cleared_lag, rules.clear_by,
+            rules.clear_by_timezone, models_df, stage)
+        topics = (topics.drop("consumers_to_add", "queues_to_add", "advice")
+                  .join(advice.select(*ADVICE_COLUMNS), on=["cluster", "group", "topic"],
+                        how="left"))
+    return queues.select(*COLUMNS).unionByName(topics.select(*COLUMNS))
 
 
 def hours_minutes(seconds: Column) -> Column:
