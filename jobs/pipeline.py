@@ -21,8 +21,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from jobs import lake
+from jobs.gold.backlog_forecast import SCHEMA as FORECAST_SCHEMA
 from jobs.gold.backlog_forecast import backlog_findings, build_backlog_forecast, forecast_rules
 from jobs.gold.double_owned_queues import build_double_owned_queues
+from jobs.gold.forecast_accuracy import build_forecast_accuracy
 from jobs.gold.group_context import build_group_context
 from jobs.gold.group_health import build_group_health
 from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
@@ -486,6 +488,22 @@ def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
         backlog_df=backlog_findings(gold["backlog_forecast"], forecast_rules(settings)))}
 
 
+def accuracy_frames(silver: dict[str, DataFrame], previous_forecast: DataFrame,
+                    settings: Settings) -> dict[str, DataFrame]:
+    """gold.forecast_accuracy: the stored forecast of the day before against this day's offsets
+    (DESIGN.md §5.4)."""
+    return {"forecast_accuracy": build_forecast_accuracy(
+        previous_forecast, silver["queue_offsets"], settings.forecast.cleared_lag)}
+
+
+def previous_forecast(spark: SparkSession, lake_dir: str | Path, run_date: dt.date) -> DataFrame:
+    """The stored gold.backlog_forecast of the day before ``run_date`` (empty without one)."""
+    if lake.table_exists(spark, lake.table_path(lake_dir, "gold", "backlog_forecast")):
+        return lake.read_day(spark, lake_dir, "gold", "backlog_forecast",
+                             run_date - dt.timedelta(days=1))
+    return spark.createDataFrame([], FORECAST_SCHEMA)
+
+
 def previous_incidents(spark: SparkSession, lake_dir: str | Path,
                        run_date: dt.date) -> DataFrame:
     """The stored gold.incidents of the day before ``run_date`` (empty when the lake has none)."""
@@ -731,6 +749,9 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         write_batched("gold", "group", group_plan, lambda b: batched(incident_frames(
             gold_day.batch(b), own_groups(b)(previous), settings, silver_day.batch(b)),
             own_groups(b)))
+        forecasts = previous_forecast(spark, lake_dir, run_date)
+        write_batched("gold", "group", group_plan, lambda b: accuracy_frames(
+            silver_day.batch(b), own_groups(b)(forecasts), settings))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

@@ -284,6 +284,13 @@ TABLES: dict[str, dict[str, str]] = {
         "queues_to_add": "capacity advice: write queues to add when consumers alone cannot",
         "advice": "the capacity advice in one sentence",
     },
+    "gold.forecast_accuracy": {
+        "_table": "the previous day's backlog forecast against this day's offsets (DESIGN.md 5.4)",
+        "forecast_date": "day of the forecast evaluated",
+        "predicted_clear": "clears_at of that forecast",
+        "actual_clear": "first snapshot of this day with lag <= forecast.cleared_lag; null: not cleared",
+        "error_minutes": "actual_clear - predicted_clear in minutes (positive: later than forecast)",
+    },
     "gold.group_health": {
         "_table": "one row per group and day: status and counts of findings",
         "status": "OK, WARN or CRITICAL: highest severity of the findings",

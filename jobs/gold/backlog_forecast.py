@@ -40,6 +40,16 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from jobs.gold.capacity_advice import ADVICE_COLUMNS, build_capacity_advice
 from jobs.lake import Stage, no_staging
@@ -49,6 +59,15 @@ QUEUE_KEY = ["cluster", "group", "topic", "broker_name", "queue_id"]
 COLUMNS = ["date", "cluster", "group", "topic", "broker_name", "queue_id", "as_of", "backlog",
            "arrival_rate", "drain_rate", "trend", "clears_at", "no_clear_reason", "loss_at",
            "lost_messages", "deciding_queue", "consumers_to_add", "queues_to_add", "advice"]
+SCHEMA = StructType([StructField(name, kind) for name, kind in (
+    ("date", DateType()), ("cluster", StringType()), ("group", StringType()),
+    ("topic", StringType()), ("broker_name", StringType()), ("queue_id", IntegerType()),
+    ("as_of", TimestampType()), ("backlog", LongType()), ("arrival_rate", DoubleType()),
+    ("drain_rate", DoubleType()), ("trend", StringType()), ("clears_at", TimestampType()),
+    ("no_clear_reason", StringType()), ("loss_at", TimestampType()),
+    ("lost_messages", LongType()), ("deciding_queue", StringType()),
+    ("consumers_to_add", IntegerType()), ("queues_to_add", IntegerType()),
+    ("advice", StringType()))])
 FINDING_COLUMNS = ["date", "cluster", "group", "topic", "finding", "severity", "as_of",
                    "deciding_queue", "text"]
 
