@@ -295,6 +295,12 @@ def backlog_findings(forecast_df: DataFrame, rules: ForecastRules) -> DataFrame:
     """gold.backlog_forecast's group × topic rows → the §5.4 findings, ``FINDING_COLUMNS``
     (``text``: the line ``group_health.findings`` shows, durations in hours and minutes)."""
     topics = forecast_df.where(F.col("queue_id").isNull())
+    # what it comes to: when it clears at today's rates, and the capacity advice
+    clears = F.when(F.col("clears_at").isNotNull(), F.concat(
+        F.lit("; clears ~"), F.date_format("clears_at", "HH:mm"), F.lit(" UTC at today's rate (in "),
+        hours_minutes(_in(F.col("clears_at"), F.col("as_of"))), F.lit(")"))).otherwise(F.lit(""))
+    advice = F.when(F.col("advice").isNotNull(), F.concat(F.lit("; "), F.col("advice"))) \
+        .otherwise(F.lit(""))
     where = F.concat(F.lit(" "), F.col("topic"), F.lit(" (deciding "), F.col("deciding_queue"),
                      F.lit(")"))
     growing = topics.where((F.col("backlog") >= rules.min_backlog)
@@ -304,7 +310,7 @@ def backlog_findings(forecast_df: DataFrame, rules: ForecastRules) -> DataFrame:
         F.concat(F.lit("WARN backlog BACKLOG_GROWING"), where, F.lit(": "),
                  F.col("backlog").cast("string"), F.lit(" behind, "), F.lower("trend"),
                  F.lit(" (drain "), F.format_number("drain_rate", 1), F.lit("/s, arrival "),
-                 F.format_number("arrival_rate", 1), F.lit("/s)")).alias("text"))
+                 F.format_number("arrival_rate", 1), F.lit("/s)"), advice).alias("text"))
     left = _in(F.col("loss_at"), F.col("as_of"))
     risk_severity = (F.when(left <= rules.loss_critical_hours * 3600, F.lit("CRITICAL"))
                      .when(left <= rules.loss_warn_hours * 3600, F.lit("WARN")))
@@ -315,7 +321,8 @@ def backlog_findings(forecast_df: DataFrame, rules: ForecastRules) -> DataFrame:
                  F.lit(": unread messages deleted at "),
                  F.date_format("loss_at", "yyyy-MM-dd HH:mm"), F.lit(" UTC, in "),
                  hours_minutes(left), F.lit(" (retention; earlier if disk use passes "
-                                            "diskMaxUsedSpaceRatio)")).alias("text"))
+                                            "diskMaxUsedSpaceRatio)"), clears, advice)
+        .alias("text"))
     lost = topics.where(F.col("lost_messages") > 0).select(
         "date", "cluster", "group", "topic", F.lit("MESSAGES_LOST").alias("finding"),
         F.lit("CRITICAL").alias("severity"), "as_of", "deciding_queue",

@@ -174,7 +174,8 @@ def build_capacity_advice(topic_rows_df: DataFrame, rates_df: DataFrame, queue_r
                   F.lit("a "), _ordinal(F.greatest(F.col("_n"), F.col("_q")) + 1),
                   F.lit(" consumer gets no queue under "), F.col("strategy"),
                   F.lit(": add "), F.col("_w").cast("string"),
-                  F.lit(" write queues (and a consumer for each) to clear"), by))
+                  F.when(F.col("_w") == 1, F.lit(" write queue")).otherwise(F.lit(" write queues")),
+                  F.lit(" (and a consumer for each) to clear"), by))
               .otherwise(F.concat(
                   F.lit("even one consumer per queue cannot clear it"), by,
                   F.lit(": raise the consumers' throughput (consumeThreadMax, the listener's "
