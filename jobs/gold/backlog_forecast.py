@@ -69,7 +69,7 @@ SCHEMA = StructType([StructField(name, kind) for name, kind in (
     ("consumers_to_add", IntegerType()), ("queues_to_add", IntegerType()),
     ("advice", StringType()))])
 FINDING_COLUMNS = ["date", "cluster", "group", "topic", "finding", "severity", "as_of",
-                   "deciding_queue", "text"]
+                   "queues", "text"]
 
 
 @dataclass(frozen=True)
@@ -295,6 +295,13 @@ def backlog_findings(forecast_df: DataFrame, rules: ForecastRules) -> DataFrame:
     """gold.backlog_forecast's group × topic rows → the §5.4 findings, ``FINDING_COLUMNS``
     (``text``: the line ``group_health.findings`` shows, durations in hours and minutes)."""
     topics = forecast_df.where(F.col("queue_id").isNull())
+    # "topic/broker/queue" of the deciding queue, and of the queues that lost messages
+    deciding = F.array(F.concat_ws("/", F.col("topic"), F.col("deciding_queue"))).alias("queues")
+    lost_queues = (forecast_df.where(F.col("queue_id").isNotNull() & (F.col("lost_messages") > 0))
+                   .groupBy("date", "cluster", "group", "topic")
+                   .agg(F.sort_array(F.collect_list(F.concat_ws(
+                       "/", F.col("topic"), F.col("broker_name"), F.col("queue_id").cast("string"))))
+                       .alias("queues")))
     # what it comes to: when it clears at today's rates, and the capacity advice
     clears = F.when(F.col("clears_at").isNotNull(), F.concat(
         F.lit("; clears ~"), F.date_format("clears_at", "HH:mm"), F.lit(" UTC at today's rate (in "),
@@ -306,7 +313,7 @@ def backlog_findings(forecast_df: DataFrame, rules: ForecastRules) -> DataFrame:
     growing = topics.where((F.col("backlog") >= rules.min_backlog)
                            & F.col("trend").isin("GROWING", "FLAT")).select(
         "date", "cluster", "group", "topic", F.lit("BACKLOG_GROWING").alias("finding"),
-        F.lit("WARN").alias("severity"), "as_of", "deciding_queue",
+        F.lit("WARN").alias("severity"), "as_of", deciding,
         F.concat(F.lit("WARN backlog BACKLOG_GROWING"), where, F.lit(": "),
                  F.col("backlog").cast("string"), F.lit(" behind, "), F.lower("trend"),
                  F.lit(" (drain "), F.format_number("drain_rate", 1), F.lit("/s, arrival "),
@@ -316,16 +323,17 @@ def backlog_findings(forecast_df: DataFrame, rules: ForecastRules) -> DataFrame:
                      .when(left <= rules.loss_warn_hours * 3600, F.lit("WARN")))
     risk = topics.where(F.col("loss_at").isNotNull() & risk_severity.isNotNull()).select(
         "date", "cluster", "group", "topic", F.lit("LOSS_RISK").alias("finding"),
-        risk_severity.alias("severity"), "as_of", "deciding_queue",
+        risk_severity.alias("severity"), "as_of", deciding,
         F.concat(risk_severity, F.lit(" backlog LOSS_RISK"), where,
                  F.lit(": unread messages deleted at "),
                  F.date_format("loss_at", "yyyy-MM-dd HH:mm"), F.lit(" UTC, in "),
                  hours_minutes(left), F.lit(" (retention; earlier if disk use passes "
                                             "diskMaxUsedSpaceRatio)"), clears, advice)
         .alias("text"))
-    lost = topics.where(F.col("lost_messages") > 0).select(
+    lost = topics.where(F.col("lost_messages") > 0).join(
+        lost_queues, on=["date", "cluster", "group", "topic"]).select(
         "date", "cluster", "group", "topic", F.lit("MESSAGES_LOST").alias("finding"),
-        F.lit("CRITICAL").alias("severity"), "as_of", "deciding_queue",
+        F.lit("CRITICAL").alias("severity"), "as_of", "queues",
         F.concat(F.lit("CRITICAL backlog MESSAGES_LOST "), F.col("topic"), F.lit(": "),
                  F.col("lost_messages").cast("string"),
                  F.lit(" messages below the queues' min offset (deleted before consumed)"))

@@ -240,11 +240,11 @@ def _producer_rows(producer_df: DataFrame) -> DataFrame:
 
 def _backlog_rows(findings_df: DataFrame) -> DataFrame:
     """``jobs.gold.backlog_forecast.backlog_findings`` rows: kind BACKLOG, the finding the cause,
-    seen at the forecast's ``as_of``, the topic's deciding queue named."""
+    seen at the forecast's ``as_of``, its queues (the deciding one, or those that lost messages)."""
     return findings_df.select(
         "cluster", "group", F.lit("BACKLOG").alias("kind"), F.col("finding").alias("cause"),
         "severity", F.col("as_of").alias("first_seen"), F.col("as_of").alias("last_seen"),
-        F.concat_ws("/", "topic", "deciding_queue").alias("queue"),
+        F.explode("queues").alias("queue"),
         F.lit(0.0).alias("minutes"), F.col("text").alias("evidence"), "date")
 
 

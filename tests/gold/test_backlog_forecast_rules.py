@@ -112,3 +112,28 @@ def test_durations_read_as_hours_and_minutes(spark):
     df = spark.createDataFrame([(59.0,), (7_245.0,), (90_000.0,)], "s double")
     assert [r.t for r in df.select(hours_minutes(F.col("s")).alias("t")).collect()] == [
         "1 min", "2 h 01 min", "25 h 00 min"]
+
+
+def test_findings_become_backlog_incidents_with_the_count_and_what_to_do(spark):
+    """BACKLOG_GROWING (FLAT with a backlog ≥ min_backlog), MESSAGES_LOST with its count, and a
+    LOSS_RISK under a 4 h retention, as gold.incidents rows of kind BACKLOG."""
+    from jobs.gold.backlog_forecast import backlog_findings
+    from jobs.gold.incidents import REMEDIATION, build_incidents
+    from jobs.gold.incidents import SCHEMA as INCIDENTS
+    from tests.gold.test_rebalance import DOUBLE_OWNED, EVENTS, ORPHANED, STUCK
+
+    rows = (snapshots(0, 72_100, 10.0, 10.0, min_offset=1_000_000 + 36_000 - 50_000)
+            + snapshots(1, 72_100, 10.0, 10.0, min_offset=0))
+    rules = ForecastRules(retention=Retention(4, 4, "UTC"))  # stored 00:00 -> 04:00, 2 h away
+    forecast = build_backlog_forecast(spark.createDataFrame(rows, SCHEMA), rules)
+    findings = backlog_findings(forecast, rules)
+    empty = [spark.createDataFrame([], schema) for schema in (ORPHANED, DOUBLE_OWNED, STUCK, EVENTS)]
+    incidents = {r.cause: r for r in build_incidents(
+        *empty, spark.createDataFrame([], INCIDENTS), 10, backlog_df=findings).collect()}
+    assert {c: r.severity for c, r in incidents.items()} == {
+        "BACKLOG_GROWING": "WARN", "MESSAGES_LOST": "CRITICAL", "LOSS_RISK": "CRITICAL"}
+    assert {r.kind for r in incidents.values()} == {"BACKLOG"}
+    lost = incidents["MESSAGES_LOST"]
+    assert "22100 messages" in lost.evidence and lost.queues == ["t/b/0"]
+    assert lost.remediation == REMEDIATION[("BACKLOG", "MESSAGES_LOST")]
+    assert "in 2 h 00 min" in incidents["LOSS_RISK"].evidence
