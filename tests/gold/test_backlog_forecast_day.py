@@ -181,3 +181,10 @@ def test_nothing_on_caught_up_quiet_or_broadcast_groups(day, forecast):
 def health_findings(day, group):
     rows = day["gold"]["group_health"].where(f"`group` = '{group}'").collect()
     return list(rows[0]["findings"]) if rows else []
+
+
+def test_every_column_of_the_forecast_has_a_comment(day):
+    from schemas.lake_comments import column_comment
+
+    columns = day["gold"]["backlog_forecast"].columns
+    assert [c for c in columns if not column_comment("gold.backlog_forecast", c)] == []

@@ -45,7 +45,7 @@ def queue_offsets(spark, landing, day, staging):
 
 
 @pytest.fixture(scope="module")
-def accuracy(spark, tmp_path_factory):
+def accuracy_df(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("two-nights")
     simulate(night("22:30"), DAY1, root / "day1", seed=0, window=("23:00", "24:00"))
     simulate(night("-01:30"), DAY2, root / "day2", seed=0, window=("00:00", "01:00"))
@@ -53,7 +53,19 @@ def accuracy(spark, tmp_path_factory):
                                       ForecastRules())
     rows = build_forecast_accuracy(forecast, queue_offsets(spark, root / "day2", DAY2, root / "s"),
                                    ForecastRules().cleared_lag)
-    return [r.asDict() for r in rows.collect()]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def accuracy(accuracy_df):
+    return [r.asDict() for r in accuracy_df.collect()]
+
+
+def test_every_column_has_a_comment(accuracy_df):
+    from schemas.lake_comments import column_comment
+
+    assert [c for c in accuracy_df.columns
+            if not column_comment("gold.forecast_accuracy", c)] == []
 
 
 def test_the_previous_nights_forecast_is_checked_against_the_next_days_offsets(accuracy):
