@@ -274,7 +274,36 @@ def build_backlog_forecast(queue_offsets_df: DataFrame, rules: ForecastRules,
         topics = (topics.drop("consumers_to_add", "queues_to_add", "advice")
                   .join(advice.select(*ADVICE_COLUMNS), on=["cluster", "group", "topic"],
                         how="left"))
+        topics = without_capacity_advice_when_blocked(topics, queues)
     return queues.select(*COLUMNS).unionByName(topics.select(*COLUMNS))
+
+
+def without_capacity_advice_when_blocked(topics_df: DataFrame, queue_rows_df: DataFrame
+                                         ) -> DataFrame:
+    """A topic with an orphaned or stuck queue behind gets no capacity advice: consumers added
+    would not drain that queue (nobody owns it, or its offset is pinned); the advice names the
+    queue and points at its incident instead."""
+    blocked = (queue_rows_df.where(F.col("no_clear_reason").isin("NO_OWNER", "STUCK"))
+               .groupBy("cluster", "group", "topic")
+               .agg(F.min(F.struct(F.col("no_clear_reason").alias("reason"),
+                                   F.concat_ws("/", F.col("broker_name"),
+                                               F.col("queue_id").cast("string")).alias("queue")))
+                    .alias("_blocked"), F.count(F.lit(1)).alias("_blocked_n")))
+    kind = F.when(F.col("_blocked.reason") == "NO_OWNER", F.lit("ORPHANED")).otherwise(F.lit("STUCK"))
+    others = F.when(F.col("_blocked_n") > 1, F.concat(
+        F.lit(" (and "), (F.col("_blocked_n") - 1).cast("string"), F.lit(" more)"))).otherwise(F.lit(""))
+    advice = F.concat(
+        F.col("_blocked.queue"), others,
+        F.when(F.col("_blocked.reason") == "NO_OWNER", F.lit(" has no live owner"))
+        .otherwise(F.lit(" is stuck")),
+        F.lit(": more consumers do not drain it; fix its "), kind, F.lit(" incident first"))
+    joined = topics_df.join(blocked, on=["cluster", "group", "topic"], how="left")
+    is_blocked = F.col("_blocked").isNotNull()
+    return joined.select(
+        *[F.when(is_blocked, F.lit(None).cast("int")).otherwise(F.col(c)).alias(c)
+          if c in ("consumers_to_add", "queues_to_add")
+          else F.when(is_blocked, advice).otherwise(F.col(c)).alias(c) if c == "advice"
+          else F.col(c) for c in topics_df.columns])
 
 
 def hours_minutes(seconds: Column) -> Column:

@@ -11,6 +11,8 @@ queue. The forecast is at 02:00; clear by 08:00 UTC: 21600 s. A queue behind by 
   from 4 + W = 14 (13 gives 36.92): 10 queues; "a 5th consumer gets no queue under AVG".
 - g_slow: 900100 behind: 41.67/s is more than a consumer finishes: no queue count helps.
 - g_ok: 100100 behind: 4.6/s net needed, 10 is there: 0.
+- g_orphan: as g_add, but queue 2 has no live owner at 02:00: adding consumers does not drain it,
+  so no count is advised; the advice points at the ORPHANED incident.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from tests.gold.test_backlog_forecast_rules import SCHEMA, T0, snapshots
 
 END = T0 + dt.timedelta(hours=1)
 CLIENTS = ("10.0.0.1@1", "10.0.0.2@1")
-BEHIND = {"g_add": 300_100, "g_queues": 800_100, "g_slow": 900_100, "g_ok": 100_100}
+BEHIND = {"g_add": 300_100, "g_queues": 800_100, "g_slow": 900_100, "g_ok": 100_100,
+          "g_orphan": 300_100}
 
 
 def test_consumers_or_queues_to_add_match_the_hand_calculation(spark, tmp_path):
@@ -42,9 +45,13 @@ def test_consumers_or_queues_to_add_match_the_hand_calculation(spark, tmp_path):
          for group in BEHIND for client in CLIENTS for m in (0, 20, 40)],
         "cluster string, group string, client_id string, ts timestamp, topic string, "
         "consume_ok_tps double")
+    orphaned = spark.createDataFrame([("c", "g_orphan", "t", "b", 2, T0, END)],
+                                     "cluster string, group string, topic string, "
+                                     "broker_name string, queue_id int, first_seen timestamp, "
+                                     "last_seen timestamp")
     out = {r.group: r for r in build_backlog_forecast(
-        offsets, ForecastRules(), member_context_df=members, consume_status_df=status,
-        stage=stage)
+        offsets, ForecastRules(), orphaned_df=orphaned, member_context_df=members,
+        consume_status_df=status, stage=stage)
         .where("queue_id is null").collect()}
     assert (out["g_ok"].consumers_to_add, out["g_ok"].queues_to_add) == (0, None)
     assert (out["g_add"].consumers_to_add, out["g_add"].queues_to_add) == (2, None)
@@ -54,3 +61,6 @@ def test_consumers_or_queues_to_add_match_the_hand_calculation(spark, tmp_path):
                                              "write queues")
     assert (out["g_slow"].consumers_to_add, out["g_slow"].queues_to_add) == (None, None)
     assert "raise the consumers' throughput" in out["g_slow"].advice
+    assert (out["g_orphan"].consumers_to_add, out["g_orphan"].queues_to_add) == (None, None)
+    assert out["g_orphan"].advice == ("b/2 has no live owner: more consumers do not drain it; "
+                                      "fix its ORPHANED incident first")
