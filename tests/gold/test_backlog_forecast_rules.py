@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from pyspark.sql import functions as F
 
 from jobs.gold.backlog_forecast import (
@@ -44,6 +45,7 @@ def episodes(spark, rows, start, end):
             .withColumnRenamed("start", start).withColumnRenamed("end", end))
 
 
+@pytest.mark.heavy_day  # classic: tens of seconds under load; acceptance tier
 def test_rates_trend_and_clear_time_of_each_queue_and_the_group(spark):
     rows = (snapshots(0, 72_100, 10.0, 30.0)        # 20/s net: 72000 / 20 = 1 h after 02:00
             + snapshots(1, 36_100, 10.0, 30.0)      # half an hour after 02:00
@@ -65,6 +67,7 @@ def test_rates_trend_and_clear_time_of_each_queue_and_the_group(spark):
     assert group.lost_messages is None  # min_offset not reported: unknown
 
 
+@pytest.mark.heavy_day  # classic: tens of seconds under load; acceptance tier
 def test_a_stuck_or_orphaned_queue_gets_its_reason_not_a_rate(spark):
     rows = snapshots(0, 72_100, 10.0, 30.0) + snapshots(1, 36_100, 10.0, 30.0) \
         + snapshots(2, 36_100, 10.0, 30.0)
@@ -114,6 +117,7 @@ def test_durations_read_as_hours_and_minutes(spark):
         "1 min", "2 h 01 min", "25 h 00 min"]
 
 
+@pytest.mark.heavy_day  # classic: tens of seconds under load; acceptance tier
 def test_findings_become_backlog_incidents_with_the_count_and_what_to_do(spark):
     """BACKLOG_GROWING (FLAT with a backlog ≥ min_backlog), MESSAGES_LOST with its count, and a
     LOSS_RISK under a 4 h retention, as gold.incidents rows of kind BACKLOG."""

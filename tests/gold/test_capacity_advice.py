@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from jobs import lake
 from jobs.gold.backlog_forecast import ForecastRules, build_backlog_forecast
 from tests.gold.test_backlog_forecast_rules import SCHEMA, T0, snapshots
@@ -29,6 +31,7 @@ BEHIND = {"g_add": 300_100, "g_queues": 800_100, "g_slow": 900_100, "g_ok": 100_
           "g_orphan": 300_100}
 
 
+@pytest.mark.heavy_day  # classic: tens of seconds under load; acceptance tier
 def test_consumers_or_queues_to_add_match_the_hand_calculation(spark, tmp_path):
     def stage(df, name):  # as the run stages the intermediates (Sail re-plans a shared one)
         return lake.stage(spark, df, tmp_path, "test", name)

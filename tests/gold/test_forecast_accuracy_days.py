@@ -24,6 +24,10 @@ from jobs.simulate.run import simulate
 from jobs.simulate.scenario import load_scenario
 from schemas.landing import OFFSETS
 
+# two simulated days through bronze and silver offsets: 5 s on Sail, ~40 s on classic under load
+# (acceptance tier there)
+pytestmark = pytest.mark.heavy_day
+
 DAY1 = dt.date(2025, 11, 21)
 DAY2 = DAY1 + dt.timedelta(days=1)
 MIDNIGHT = dt.datetime.combine(DAY2, dt.time())
