@@ -154,8 +154,8 @@ def queue_forecasts(queue_offsets_df: DataFrame, rules: ForecastRules,
         F.col("backlog") > rules.cleared_lag)
     rated = rated.withColumn("trend", _trend(F.col("arrival_rate"), F.col("drain_rate"),
                                              rules.flat_fraction))
-    rated = _with_episode(rated, orphaned_df, "first_seen", "last_seen", "_orphaned")
-    rated = _with_episode(rated, stuck_df, "stuck_since", "released_at", "_stuck")
+    rated = _with_episode(rated, orphaned_df, "first_seen", "_orphaned")
+    rated = _with_episode(rated, stuck_df, "stuck_since", "_stuck")
     reason = (F.when(F.col("_orphaned"), F.lit("NO_OWNER"))
               .when(F.col("_stuck"), F.lit("STUCK"))
               .when(F.col("trend") == "DRAINING", F.lit(None).cast("string"))
@@ -207,16 +207,20 @@ def queue_rates(queue_offsets_df: DataFrame, rules: ForecastRules,
         F.col("_last.last_consumed_at").alias("_last_consumed_at"))
 
 
-def _with_episode(df: DataFrame, episodes_df: DataFrame | None, start: str, end: str,
+def _with_episode(df: DataFrame, episodes_df: DataFrame | None, start: str,
                   flag: str) -> DataFrame:
     """``df`` with boolean ``flag``: an episode of ``episodes_df`` on the queue holds at
-    ``as_of`` (began at or before it, and ``end`` null or not before it)."""
+    ``as_of``: it began at or before it, its ``last_seen`` snapshot is not before it, and it
+    was not released (``released_at``, stuck episodes) at or before it."""
     if episodes_df is None:
         return df.withColumn(flag, F.lit(False))
-    episodes = episodes_df.select(*QUEUE_KEY, F.col(start).alias("_start"), F.col(end).alias("_end"))
+    released = (F.col("released_at") if "released_at" in episodes_df.columns
+                else F.lit(None).cast("timestamp"))
+    episodes = episodes_df.select(*QUEUE_KEY, F.col(start).alias("_start"),
+                                  F.col("last_seen").alias("_end"), released.alias("_released"))
     holds = (df.select(*QUEUE_KEY, "as_of").join(episodes, on=QUEUE_KEY)
-             .where((F.col("_start") <= F.col("as_of"))
-                    & (F.col("_end").isNull() | (F.col("_end") >= F.col("as_of"))))
+             .where((F.col("_start") <= F.col("as_of")) & (F.col("_end") >= F.col("as_of"))
+                    & (F.col("_released").isNull() | (F.col("_released") > F.col("as_of"))))
              .select(*QUEUE_KEY).distinct().withColumn(flag, F.lit(True)))
     return (df.join(holds, on=QUEUE_KEY, how="left")
             .withColumn(flag, F.coalesce(F.col(flag), F.lit(False))))

@@ -25,7 +25,7 @@ SCHEMA = ("cluster string, group string, topic string, broker_name string, queue
           "ts timestamp, broker_offset long, consumer_offset long, lag long, "
           "last_consumed_at timestamp, min_offset long, date date")
 EPISODES = ("cluster string, group string, topic string, broker_name string, queue_id int, "
-            "start timestamp, end timestamp")
+            "start timestamp, last_seen timestamp")
 
 
 def snapshots(queue_id, end_lag, arrival, drain, minutes=61, group="g", min_offset=None):
@@ -40,9 +40,12 @@ def snapshots(queue_id, end_lag, arrival, drain, minutes=61, group="g", min_offs
     return rows
 
 
-def episodes(spark, rows, start, end):
-    return (spark.createDataFrame(rows, EPISODES)
-            .withColumnRenamed("start", start).withColumnRenamed("end", end))
+def episodes(spark, rows, start, released=None):
+    df = spark.createDataFrame([row[:7] for row in rows], EPISODES).withColumnRenamed("start", start)
+    if released:
+        df = df.join(spark.createDataFrame([(row[4], row[7]) for row in rows],
+                                           f"queue_id int, {released} timestamp"), "queue_id")
+    return df
 
 
 @pytest.mark.heavy_day  # classic: tens of seconds under load; acceptance tier
@@ -70,19 +73,22 @@ def test_rates_trend_and_clear_time_of_each_queue_and_the_group(spark):
 @pytest.mark.heavy_day  # classic: tens of seconds under load; acceptance tier
 def test_a_stuck_or_orphaned_queue_gets_its_reason_not_a_rate(spark):
     rows = snapshots(0, 72_100, 10.0, 30.0) + snapshots(1, 36_100, 10.0, 30.0) \
-        + snapshots(2, 36_100, 10.0, 30.0)
+        + snapshots(2, 36_100, 10.0, 30.0) + snapshots(3, 36_100, 10.0, 30.0)
     offsets = spark.createDataFrame(rows, SCHEMA)
     end = T0 + dt.timedelta(hours=1)
-    stuck = episodes(spark, [("c", "g", "t", "b", 0, T0, None),
-                             # released before the forecast: no longer stuck
-                             ("c", "g", "t", "b", 2, T0, T0 + dt.timedelta(minutes=5))],
+    stuck = episodes(spark, [("c", "g", "t", "b", 0, T0, end, None),
+                             # over before the forecast (released, or its last pinned snapshot
+                             # earlier): no longer stuck
+                             ("c", "g", "t", "b", 2, T0, end, T0 + dt.timedelta(minutes=5)),
+                             ("c", "g", "t", "b", 3, T0, T0 + dt.timedelta(minutes=5), None)],
                      "stuck_since", "released_at")
-    orphaned = episodes(spark, [("c", "g", "t", "b", 1, T0, end)], "first_seen", "last_seen")
+    orphaned = episodes(spark, [("c", "g", "t", "b", 1, T0, end)], "first_seen")
     out = {r.queue_id: r for r in
            build_backlog_forecast(offsets, ForecastRules(), stuck, orphaned).collect()}
     assert (out[0].no_clear_reason, out[0].clears_at) == ("STUCK", None)
     assert (out[1].no_clear_reason, out[1].clears_at) == ("NO_OWNER", None)
     assert out[2].no_clear_reason is None and out[2].clears_at is not None
+    assert out[3].no_clear_reason is None and out[3].clears_at is not None
     assert out[None].clears_at is None and out[None].no_clear_reason in ("STUCK", "NO_OWNER")
 
 
