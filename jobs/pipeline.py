@@ -431,10 +431,12 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
             queue_state, group_context, silver["group_members"],
             orphan_rules(settings), models_df=models),
         "stuck_queues": stuck_queues,
-        # DESIGN.md §5.4: at the day's last snapshot; a stuck or orphaned queue's row says so
+        # DESIGN.md §5.4: at the day's last snapshot; a stuck or orphaned queue's row says so;
+        # an abandoned group gets its one note, no forecast (§5.1)
         "backlog_forecast": build_backlog_forecast(
-            silver["queue_offsets"], forecast_rules(settings), stuck_queues, orphaned_rows, models,
-            silver["member_context"], silver["consume_status"], stage),
+            without_abandoned(silver["queue_offsets"], abandoned), forecast_rules(settings),
+            stuck_queues, orphaned_rows, models, silver["member_context"],
+            silver["consume_status"], stage),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
