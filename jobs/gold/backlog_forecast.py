@@ -268,7 +268,10 @@ def build_backlog_forecast(queue_offsets_df: DataFrame, rules: ForecastRules,
     queues = stage(queue_forecasts(queue_offsets_df, rules, stuck_df, orphaned_df, models_df),
                    "gold.backlog_forecast.queues")
     topics = topic_forecasts(queues, rules)
-    if member_context_df is not None and consume_status_df is not None:
+    # no queue behind (most days, most groups): no advice to compute, and the replay's queries,
+    # seconds each on classic Spark, are skipped
+    if member_context_df is not None and consume_status_df is not None \
+            and queues.limit(1).count() > 0:
         rates = stage(queue_rates(queue_offsets_df, rules, models_df),
                       "gold.backlog_forecast.rates")
         advice = build_capacity_advice(
