@@ -268,19 +268,25 @@ def build_backlog_forecast(queue_offsets_df: DataFrame, rules: ForecastRules,
     queues = stage(queue_forecasts(queue_offsets_df, rules, stuck_df, orphaned_df, models_df),
                    "gold.backlog_forecast.queues")
     topics = topic_forecasts(queues, rules)
-    # no queue behind (most days, most groups): no advice to compute, and the replay's queries,
+    # only topics whose queues behind all have an owner that moves get advice (the others are
+    # pointed at their incident); with none (most days, most groups) the replay's queries,
     # seconds each on classic Spark, are skipped
+    blocked = (queues.where(F.col("no_clear_reason").isin("NO_OWNER", "STUCK"))
+               .select("cluster", "group", "topic").distinct())
+    advisable = stage(topics.join(blocked, on=["cluster", "group", "topic"], how="left_anti"),
+                      "gold.backlog_forecast.topics")
     if member_context_df is not None and consume_status_df is not None \
-            and queues.limit(1).count() > 0:
+            and advisable.limit(1).count() > 0:
         rates = stage(queue_rates(queue_offsets_df, rules, models_df),
                       "gold.backlog_forecast.rates")
         advice = build_capacity_advice(
-            stage(topics, "gold.backlog_forecast.topics"), rates, queues, member_context_df,
+            advisable, rates, queues, member_context_df,
             consume_status_df, rules.window_minutes, rules.cleared_lag, rules.clear_by,
             rules.clear_by_timezone, models_df, stage)
         topics = (topics.drop("consumers_to_add", "queues_to_add", "advice")
                   .join(advice.select(*ADVICE_COLUMNS), on=["cluster", "group", "topic"],
                         how="left"))
+    if member_context_df is not None and consume_status_df is not None:
         topics = without_capacity_advice_when_blocked(topics, queues)
     return queues.select(*COLUMNS).unionByName(topics.select(*COLUMNS))
 
