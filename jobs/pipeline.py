@@ -21,7 +21,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from jobs import lake
+from jobs.gold.backlog_forecast import SCHEMA as FORECAST_SCHEMA
+from jobs.gold.backlog_forecast import backlog_findings, build_backlog_forecast, forecast_rules
 from jobs.gold.double_owned_queues import build_double_owned_queues
+from jobs.gold.forecast_accuracy import build_forecast_accuracy
 from jobs.gold.group_context import build_group_context
 from jobs.gold.group_health import build_group_health
 from jobs.gold.incidents import SCHEMA as INCIDENTS_SCHEMA
@@ -423,13 +426,22 @@ def gold_frames(silver: dict[str, DataFrame], bronze: dict[str, DataFrame],
         stuck, silver["process_queues"], silver["client_config"], silver["consume_status"],
         bronze["client_log_events"], stuck_rules(settings), orphaned_rows, master_down,
         queue_state_df=queue_state, group_context_df=group_context), "gold.stuck_queues.explained")
+    # written as gold.stuck_queues and read by the backlog forecast (a stuck queue's forecast)
+    stuck_queues = stage(with_master_return(stuck_rows, queue_state, master_down,
+                                            d.master_return_window_seconds),
+                         "gold.stuck_queues.rows")
     gold = {
         "orphaned_queues": orphaned_rows,
         "double_owned_queues": build_double_owned_queues(
             queue_state, group_context, silver["group_members"],
             orphan_rules(settings), models_df=models),
-        "stuck_queues": with_master_return(stuck_rows, queue_state, master_down,
-                                           d.master_return_window_seconds),
+        "stuck_queues": stuck_queues,
+        # DESIGN.md §5.4: at the day's last snapshot; a stuck or orphaned queue's row says so;
+        # an abandoned group gets its one note, no forecast (§5.1)
+        "backlog_forecast": build_backlog_forecast(
+            without_abandoned(silver["queue_offsets"], abandoned), forecast_rules(settings),
+            stuck_queues, orphaned_rows, models, silver["member_context"],
+            silver["consume_status"], stage),
         "rebalance_events": build_rebalance_events(
             silver["group_members"], bronze["connections"], bronze["client_log_events"],
             bronze["running_info"],
@@ -465,7 +477,8 @@ def health_frames(gold: dict[str, DataFrame], silver: dict[str, DataFrame],
                                  silver["client_config"], silver["queue_ownership"]),
         data_quality_df=data_quality,
         master_down_df=groups_on_down_brokers(silver["queue_offsets"],
-                                              silver["master_down_windows"]))}
+                                              silver["master_down_windows"]),
+        backlog_df=backlog_findings(gold["backlog_forecast"], forecast_rules(settings)))}
 
 
 def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
@@ -478,7 +491,24 @@ def incident_frames(gold: dict[str, DataFrame], previous: DataFrame,
     return {"incidents": build_incidents(
         gold["orphaned_queues"], gold["double_owned_queues"], gold["stuck_queues"],
         gold["rebalance_events"], previous, settings.severity.rebalance_warn_count,
-        producer_df=gold["producer_findings"], master_down_df=master_down)}
+        producer_df=gold["producer_findings"], master_down_df=master_down,
+        backlog_df=backlog_findings(gold["backlog_forecast"], forecast_rules(settings)))}
+
+
+def accuracy_frames(silver: dict[str, DataFrame], previous_forecast: DataFrame,
+                    settings: Settings) -> dict[str, DataFrame]:
+    """gold.forecast_accuracy: the stored forecast of the day before against this day's offsets
+    (DESIGN.md §5.4)."""
+    return {"forecast_accuracy": build_forecast_accuracy(
+        previous_forecast, silver["queue_offsets"], settings.forecast.cleared_lag)}
+
+
+def previous_forecast(spark: SparkSession, lake_dir: str | Path, run_date: dt.date) -> DataFrame:
+    """The stored gold.backlog_forecast of the day before ``run_date`` (empty without one)."""
+    if lake.table_exists(spark, lake.table_path(lake_dir, "gold", "backlog_forecast")):
+        return lake.read_day(spark, lake_dir, "gold", "backlog_forecast",
+                             run_date - dt.timedelta(days=1))
+    return spark.createDataFrame([], FORECAST_SCHEMA)
 
 
 def previous_incidents(spark: SparkSession, lake_dir: str | Path,
@@ -726,6 +756,9 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         write_batched("gold", "group", group_plan, lambda b: batched(incident_frames(
             gold_day.batch(b), own_groups(b)(previous), settings, silver_day.batch(b)),
             own_groups(b)))
+        forecasts = previous_forecast(spark, lake_dir, run_date)
+        write_batched("gold", "group", group_plan, lambda b: accuracy_frames(
+            silver_day.batch(b), own_groups(b)(forecasts), settings))
     written, report.table_rows = report.table_rows, {}
     for layer, name, _path in lake.list_tables(lake_dir):  # this run's tables and any other
         key = f"{layer}.{name}"

@@ -133,6 +133,64 @@ class ProducerSettings(_Section):
     lag_growth_noise: float = Field(0.1, ge=0, lt=1)
 
 
+class ClusterRetention(_Section):
+    """A broker's commit-log retention (DESIGN.md §5.4; facts: ``MessageStoreConfig``):
+    ``fileReservedTime`` hours, the ``deleteWhen`` hour in the broker's zone. RocketMQ's
+    defaults: 72 h, 04 (``diskMaxUsedSpaceRatio`` 75 % deletes earlier at any hour: the forecast
+    can only say so, it does not see the disk)."""
+
+    file_reserved_hours: int = Field(72, ge=1)
+    delete_when_hour: int = Field(4, ge=0, le=23)
+    timezone: str = "UTC"
+    disk_max_used_space_ratio: int = Field(75, ge=10, le=95)
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        return _known_zone(value)
+
+
+class RetentionSettings(ClusterRetention):
+    """The retention of every cluster, and per-cluster overrides (``clusters.<name>``: a full
+    ``ClusterRetention``, RocketMQ's defaults for what it leaves out)."""
+
+    clusters: dict[str, ClusterRetention] = Field(default_factory=dict)
+
+    def of(self, cluster: str) -> ClusterRetention:
+        return self.clusters.get(cluster, ClusterRetention(
+            file_reserved_hours=self.file_reserved_hours, delete_when_hour=self.delete_when_hour,
+            timezone=self.timezone, disk_max_used_space_ratio=self.disk_max_used_space_ratio))
+
+
+class ForecastSettings(_Section):
+    """DESIGN.md §5.4: gold.backlog_forecast and its findings."""
+
+    # a queue at or below this lag is caught up (a healthy lag wobbles by tens of messages)
+    cleared_lag: int = Field(100, ge=0)
+    window_minutes: int = Field(60, ge=1)
+    # |net rate| at or below this fraction of max(arrival, drain) is FLAT
+    flat_fraction: float = Field(0.05, ge=0, lt=1)
+    # BACKLOG_GROWING: a group x topic with at least this backlog, GROWING or FLAT
+    min_backlog: int = Field(1000, ge=0)
+    loss_warn_hours: int = Field(24, ge=0)
+    loss_critical_hours: int = Field(6, ge=0)
+    # capacity advice: the smallest number of consumers to add that clears every queue by then
+    clear_by: str = "08:00"
+    clear_by_timezone: str = "UTC"
+
+    @field_validator("clear_by")
+    @classmethod
+    def _clock(cls, value: str) -> str:
+        if not re.match(r"^([01]\d|2[0-3]):[0-5]\d$", value):
+            raise ValueError(f"clear_by {value!r} is not HH:MM")
+        return value
+
+    @field_validator("clear_by_timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        return _known_zone(value)
+
+
 class NotifySettings(_Section):
     # apprise URLs for `rocketlens notify` when no --to is given (they may hold secrets: prefer
     # the env var ROCKETLENS__NOTIFY__URLS='["slack://…"]' or a --conf file readable by the job only)
@@ -154,6 +212,8 @@ class Settings(BaseSettings):
     detection: DetectionSettings = DetectionSettings()
     severity: SeveritySettings = SeveritySettings()
     producer: ProducerSettings = ProducerSettings()
+    forecast: ForecastSettings = ForecastSettings()
+    retention: RetentionSettings = RetentionSettings()
     notify: NotifySettings = NotifySettings()
 
 

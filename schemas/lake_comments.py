@@ -49,6 +49,7 @@ TABLES: dict[str, dict[str, str]] = {
         "last_timestamp": "store time (epoch ms) of the message at consumer_offset - 1",
         "client_ip": "client holding the queue per the broker, N/A when none",
         "broker_id": "node that answered: 0 master, other a slave, null unknown",
+        "min_offset": "queue's minimum offset on the broker (older messages deleted), null unknown",
     },
     "bronze.connections": {
         "_table": "consumerConnection records: one row per client channel per broker",
@@ -121,6 +122,7 @@ TABLES: dict[str, dict[str, str]] = {
         "last_consumed_at": "store time of the last consumed message",
         "prev_ts": "previous snapshot of the queue",
         "broker_id": "node that answered: 0 master, other a slave (master down), null unknown",
+        "min_offset": "queue's minimum offset on the broker (older messages deleted), null unknown",
     },
     "silver.group_members": {
         "_table": "per group x snapshot x client id (connections)",
@@ -262,6 +264,33 @@ TABLES: dict[str, dict[str, str]] = {
         "groups": "the groups consuming the topic (with offsets on it that day)",
         "severity": "INFO or WARN (HOT_QUEUE whose owner falls behind, a long starved broker)",
     },
+    "gold.backlog_forecast": {
+        "_table": ("backlog forecast at the day's last snapshot, per queue behind and per group x "
+                   "topic (DESIGN.md 5.4)"),
+        "broker_name": "queue's broker (null on the group x topic row)",
+        "queue_id": "queue (null on the group x topic row)",
+        "as_of": "the day's last offsets snapshot of the queue (topic row: the latest)",
+        "backlog": "lag at as_of (topic row: the sum)",
+        "arrival_rate": "broker offset advance per second over the forecast window",
+        "drain_rate": "committed offset advance per second over the forecast window",
+        "trend": "DRAINING, GROWING or FLAT (net rate against forecast.flat_fraction)",
+        "clears_at": "when the lag falls to forecast.cleared_lag at these rates; null: no_clear_reason",
+        "no_clear_reason": "GROWING, FLAT, STUCK or NO_OWNER (topic row: the deciding queue's)",
+        "loss_at": ("first deleteWhen hour after the oldest unread message's store time + "
+                    "fileReservedTime (topic row: the earliest); null unknown"),
+        "lost_messages": "min_offset - consumer_offset when below it; null when min_offset unknown",
+        "deciding_queue": "broker/queue that clears last or not at all (topic row only)",
+        "consumers_to_add": "capacity advice: consumers to add to clear by forecast.clear_by",
+        "queues_to_add": "capacity advice: write queues to add when consumers alone cannot",
+        "advice": "the capacity advice in one sentence",
+    },
+    "gold.forecast_accuracy": {
+        "_table": "the previous day's backlog forecast against this day's offsets (DESIGN.md 5.4)",
+        "forecast_date": "day of the forecast evaluated",
+        "predicted_clear": "clears_at of that forecast",
+        "actual_clear": "first snapshot of this day with lag <= forecast.cleared_lag; null: not cleared",
+        "error_minutes": "actual_clear - predicted_clear in minutes (positive: later than forecast)",
+    },
     "gold.group_health": {
         "_table": "one row per group and day: status and counts of findings",
         "status": "OK, WARN or CRITICAL: highest severity of the findings",
@@ -278,7 +307,7 @@ TABLES: dict[str, dict[str, str]] = {
     },
     "gold.incidents": {
         "_table": "one row per group, kind and cause of the day: what to fix",
-        "kind": "ORPHANED, DOUBLE_OWNED, STUCK, REBALANCE or PRODUCER",
+        "kind": "ORPHANED, DOUBLE_OWNED, STUCK, REBALANCE, PRODUCER, BROKER or BACKLOG",
         "cause": ("root_cause of the finding rows (REBALANCE: SUBSCRIPTION_FLAPPING or CHURN; "
                   "PRODUCER: the producer finding)"),
         "severity": "highest severity of the rows",

@@ -119,10 +119,11 @@ OFFSETS = JsonSource(
         ("last_timestamp", LongType()),
         ("client_ip", StringType()),
         ("broker_id", LongType()),
+        ("min_offset", LongType()),
     ),
     required=("ts", "cluster", "group", "topic", "broker_name", "queue_id", "broker_offset",
               "consumer_offset"),
-    non_negative=("broker_offset", "consumer_offset", "pull_offset"),
+    non_negative=("broker_offset", "consumer_offset", "pull_offset", "min_offset"),
 )
 
 CONNECTIONS = JsonSource(

@@ -141,3 +141,27 @@ def test_report_has_a_section_per_incident_and_labels_times_utc(report, sample_l
         assert html.escape(f"{r.group} · {r.kind} · {r.cause}") in page
     assert "what to do" in page and "time (UTC)" in page and " UTC</td>" in page
     assert '<table id="status-strip">' in page
+
+
+def test_report_shows_each_backlog_forecast_with_hours_and_minutes(report, sample_lake, spark):
+    """DESIGN.md §5.4: a row per group × topic of gold.backlog_forecast, its clear time and loss
+    horizon as hours and minutes (never raw seconds), a plot per row up to ten."""
+    import datetime as dt
+    import html
+
+    from jobs import lake as lake_mod
+
+    out, _stdout = report
+    page = out.read_text()
+    rows = (lake_mod.read_day(spark, sample_lake, "gold", "backlog_forecast",
+                              dt.date.fromisoformat(SAMPLE_DAY))
+            .where("queue_id IS NULL").collect())
+    table = page[page.index('<table id="backlog-forecast">'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == len(rows) + 1
+    for r in rows:
+        assert f"<td>{html.escape(r.group)}</td><td>{html.escape(r.topic)}</td>" in table
+        if r.clears_at is not None:
+            assert f"{r.clears_at:%Y-%m-%d %H:%M} UTC (in " in table
+    assert re.search(r"\(in \d+( h \d\d)? min\)", table) or not rows
+    assert len(re.findall(r'id="backlog-\d+"', page)) == min(len(rows), 10)

@@ -10,6 +10,12 @@ reads half a file). Gauges of one day:
 - ``rocketlens_queue_lag{cluster,group,topic,broker_name,queue_id}``: lag at the queue's last
   snapshot of the day (silver.queue_offsets); a queue whose last lag is unknown has no sample
   (unknown is not 0);
+- ``rocketlens_backlog_clears_in_seconds{cluster,group,topic}`` and
+  ``rocketlens_backlog_loss_in_seconds`` (same labels): gold.backlog_forecast's group × topic
+  ``clears_at`` and ``loss_at`` less its ``as_of`` (DESIGN.md §5.4); absent when null (will not
+  clear, or unknown); ``rocketlens_forecast_error_minutes{cluster,group,topic,broker_name,queue_id}``:
+  gold.forecast_accuracy's ``error_minutes`` (the previous night's forecast; absent when the
+  queue did not clear);
 - ``rocketlens_last_run_timestamp_seconds``: when the day's stored run started (the bronze
   records' ``_ingested_at``), and ``rocketlens_data_day_timestamp_seconds``: the day's midnight UTC, so a
   dashboard can tell a stale file (no run last night) from a healthy one.
@@ -45,8 +51,10 @@ def _epoch(ts: dt.datetime) -> float:
 
 
 def build_registry(health: list[dict], incidents: list[dict], lags: list[dict],
-                   last_run: dt.datetime | None, day: dt.date):
-    """A prometheus-client registry holding the day's gauges (rows as dicts)."""
+                   last_run: dt.datetime | None, day: dt.date,
+                   backlog: list[dict] | None = None, accuracy: list[dict] | None = None):
+    """A prometheus-client registry holding the day's gauges (rows as dicts; ``backlog``: the
+    group × topic rows of gold.backlog_forecast, ``accuracy``: gold.forecast_accuracy)."""
     from prometheus_client import CollectorRegistry, Gauge
 
     registry = CollectorRegistry()
@@ -72,6 +80,25 @@ def build_registry(health: list[dict], incidents: list[dict], lags: list[dict],
                 "the day", QUEUE_KEY, registry=registry)
     for r in lags:
         lag.labels(*[str(r[k]) for k in QUEUE_KEY]).set(r["lag"])
+    topic_key = ["cluster", "group", "topic"]
+    clears = Gauge("rocketlens_backlog_clears_in_seconds",
+                   "seconds from the day's last snapshot until the backlog clears at its rates",
+                   topic_key, registry=registry)
+    loss = Gauge("rocketlens_backlog_loss_in_seconds",
+                 "seconds from the day's last snapshot until unread messages reach retention",
+                 topic_key, registry=registry)
+    for r in backlog or []:
+        key = [r[k] for k in topic_key]
+        if r["clears_at"] is not None:
+            clears.labels(*key).set((r["clears_at"] - r["as_of"]).total_seconds())
+        if r["loss_at"] is not None:
+            loss.labels(*key).set((r["loss_at"] - r["as_of"]).total_seconds())
+    error = Gauge("rocketlens_forecast_error_minutes",
+                  "actual minus predicted clear time of the previous night's forecast",
+                  QUEUE_KEY, registry=registry)
+    for r in accuracy or []:
+        if r["error_minutes"] is not None:
+            error.labels(*[str(r[k]) for k in QUEUE_KEY]).set(r["error_minutes"])
     if last_run is not None:
         Gauge("rocketlens_last_run_timestamp_seconds",
               "start of the rocketlens run that wrote the day (UTC epoch seconds)",
@@ -98,6 +125,20 @@ def collect(spark, lake: Path, day: dt.date) -> tuple[list, list, list, dt.datet
     latest = stamps.agg(F.max("_ingested_at").alias("t")).first() if stamps is not None else None
     last_run = latest["t"] if latest is not None else None
     return health, incidents, lags, last_run
+
+
+def collect_backlog(spark, lake: Path, day: dt.date) -> tuple[list[dict], list[dict]]:
+    """The day's gold.backlog_forecast group × topic rows and gold.forecast_accuracy rows; none
+    from a lake written before those tables."""
+    from jobs import lake as lake_mod
+
+    def rows(table: str, where: str | None = None) -> list[dict]:
+        if not (lake / "gold" / table).is_dir():
+            return []
+        df = lake_mod.read_day(spark, lake, "gold", table, day)
+        return [r.asDict() for r in (df.where(where) if where else df).collect()]
+
+    return rows("backlog_forecast", "queue_id IS NULL"), rows("forecast_accuracy")
 
 
 EXAMPLE = """\b
@@ -137,9 +178,11 @@ def metrics_command(run_date: dt.date, lake: Path, out: Path, engine: str | None
         raise click.BadParameter(f"folder {out.parent} does not exist", param_hint="'--out'")
     with session(engine or settings.engine.name, remote, settings) as spark:
         health, incidents, lags, last_run = collect(spark, lake, day)
+        backlog, accuracy = collect_backlog(spark, lake, day)
     if not health:
         raise RocketlensError(f"{day} is not in the lake {lake}: run 'rocketlens run --date "
                               f"{day}' first ({out} left as it was)")
-    write_to_textfile(str(out), build_registry(health, incidents, lags, last_run, day))
+    write_to_textfile(str(out), build_registry(health, incidents, lags, last_run, day,
+                                               backlog, accuracy))
     click.echo(f"wrote {out}: {len(health)} groups, {len(incidents)} incidents, "
                f"{len(lags)} queues", err=True)

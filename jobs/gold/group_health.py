@@ -149,13 +149,15 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
                        models_df: DataFrame | None = None,
                        sources_df: DataFrame | None = None,
                        data_quality_df: DataFrame | None = None,
-                       master_down_df: DataFrame | None = None) -> DataFrame:
+                       master_down_df: DataFrame | None = None,
+                       backlog_df: DataFrame | None = None) -> DataFrame:
     """The gold finding tables (DESIGN.md §4 columns; only keys, ``severity``, ``root_cause``,
     minutes and the rebalance columns are read) and silver.queue_offsets in, gold.group_health
     out; ``producer_df``: gold.producer_findings; ``models_df``: ``jobs.rules.models``;
     ``sources_df``: ``jobs.rules.sources.group_sources``; ``data_quality_df``: ``cluster, group,
     date, text`` INFO lines (``jobs.rules.clocks``); ``master_down_df``: the groups each
-    master-down window hit (``jobs.rules.master_down.groups_on_down_brokers``)."""
+    master-down window hit (``jobs.rules.master_down.groups_on_down_brokers``); ``backlog_df``:
+    the backlog findings (``jobs.gold.backlog_forecast.backlog_findings``, DESIGN.md §5.4)."""
     groups = queue_offsets_df.groupBy(*DAY_KEY).agg(
         F.max("lag").alias("max_lag"), F.max("time_lag_seconds").alias("max_time_lag_seconds"))
     if models_df is not None and sources_df is not None:
@@ -181,6 +183,9 @@ def build_group_health(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck
             *DAY_KEY, F.lit(RANKS["INFO"]).alias("rank"), "text"))
     if master_down_df is not None:
         findings = findings.unionByName(_master_down_findings(master_down_df, stuck_df))
+    if backlog_df is not None:
+        findings = findings.unionByName(backlog_df.select(
+            *DAY_KEY, _rank(F.col("severity")).alias("rank"), "text"))
     listed = findings.groupBy(*DAY_KEY).agg(
         F.max("rank").alias("_rank"),
         F.transform(F.array_sort(F.collect_list(F.struct((-F.col("rank")).alias("k"), "text"))),

@@ -164,6 +164,20 @@ REMEDIATION: dict[tuple[str | None, str], str] = {
         "updateTopic -t TOPIC -c CLUSTER -w N -r N sets every broker of the cluster alike); "
         "raise read queues no later than write queues, and lower write queues first, so no "
         "queue holds messages no consumer reads."),
+    # DESIGN.md §5.4 (jobs.gold.backlog_forecast): the consumers fall behind their topic
+    ("BACKLOG", "BACKLOG_GROWING"): (
+        "The group consumes slower than its topic is written: add consumers while the topic has "
+        "more queues than members, else add write queues (updateTopic -w) with consumers for "
+        "them, or raise the listener's throughput (consumeThreadMax, a faster listener); "
+        "gold.backlog_forecast names the deciding queue."),
+    ("BACKLOG", "LOSS_RISK"): (
+        "Unread messages reach the broker's retention (fileReservedTime, deleteWhen; any hour "
+        "past diskMaxUsedSpaceRatio) before the backlog clears: add consumers or throughput now, "
+        "or raise fileReservedTime on the brokers until it has cleared."),
+    ("BACKLOG", "MESSAGES_LOST"): (
+        "The consumer offset is below the queue's minimum offset: those messages were deleted "
+        "with their commit-log files before they were consumed and cannot be re-consumed from the "
+        "broker; replay them from the producer side if they matter, then fix the capacity."),
     (None, "UNKNOWN"): (
         "The data does not say why: check the group's clients with mqadmin consumerStatus -g "
         "GROUP and consumerConnection -g GROUP (ids, subscriptions, strategies)."),
@@ -226,6 +240,16 @@ def _producer_rows(producer_df: DataFrame) -> DataFrame:
         F.col("minutes").cast("double").alias("minutes"), "evidence", "date")
 
 
+def _backlog_rows(findings_df: DataFrame) -> DataFrame:
+    """``jobs.gold.backlog_forecast.backlog_findings`` rows: kind BACKLOG, the finding the cause,
+    seen at the forecast's ``as_of``, its queues (the deciding one, or those that lost messages)."""
+    return findings_df.select(
+        "cluster", "group", F.lit("BACKLOG").alias("kind"), F.col("finding").alias("cause"),
+        "severity", F.col("as_of").alias("first_seen"), F.col("as_of").alias("last_seen"),
+        F.explode("queues").alias("queue"),
+        F.lit(0.0).alias("minutes"), F.col("text").alias("evidence"), "date")
+
+
 def _master_down_rows(master_down_df: DataFrame, stuck_df: DataFrame) -> DataFrame:
     stuck = (stuck_df.where(F.col("root_cause") == "MASTER_DOWN")
              .groupBy("cluster", "group", "date", "broker_name")
@@ -253,7 +277,8 @@ def _master_down_rows(master_down_df: DataFrame, stuck_df: DataFrame) -> DataFra
 def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df: DataFrame,
                     rebalance_events_df: DataFrame, previous_df: DataFrame,
                     rebalance_warn_count: int, producer_df: DataFrame | None = None,
-                    master_down_df: DataFrame | None = None) -> DataFrame:
+                    master_down_df: DataFrame | None = None,
+                    backlog_df: DataFrame | None = None) -> DataFrame:
     """The day's gold finding tables (DESIGN.md §4 columns; ``producer_df``: gold.producer_findings)
     and the stored incidents of the day before (``previous_df``, gold.incidents columns; rows of
     other days are ignored) in, gold.incidents of the day out."""
@@ -265,6 +290,8 @@ def build_incidents(orphaned_df: DataFrame, double_owned_df: DataFrame, stuck_df
         rows = rows.unionByName(_producer_rows(producer_df))
     if master_down_df is not None:
         rows = rows.unionByName(_master_down_rows(master_down_df, stuck_df))
+    if backlog_df is not None:
+        rows = rows.unionByName(_backlog_rows(backlog_df))
     # the sentence of the most severe, then longest row (sort key negated: ascending sort)
     ranked = F.struct((-_rank(F.col("severity"))).alias("r"), (-F.col("minutes")).alias("m"),
                       F.col("evidence").alias("e"))

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import lake as lake_mod
+from jobs.report.backlog import backlog_section
 
 MAX_POINTS = 300  # time buckets per timeline / heatmap column count
 MAX_FINDINGS = 40  # timelines drawn, most severe first; the rest are listed
@@ -455,11 +456,14 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
             load_plots += 1
     if not producer_topics:
         parts.append("<p>No producer findings: every topic's producers spread their messages evenly.</p>")
-    if not heatmaps and not timelines and not load_plots:
+    backlog_parts, backlog_plots = backlog_section(spark, lake, day)
+    parts.extend(backlog_parts)
+    if not heatmaps and not timelines and not load_plots and not backlog_plots:
         parts.append("<p class='note'>No plots for this day.</p>")
     parts.append("</body></html>")
     summary = {"groups": len(health), "findings": len(findings), "timelines": timelines,
-               "heatmaps": heatmaps, "incidents": len(incidents or []), "load_plots": load_plots}
+               "heatmaps": heatmaps, "incidents": len(incidents or []), "load_plots": load_plots,
+               "backlog_plots": backlog_plots}
     return "\n".join(parts), summary
 
 

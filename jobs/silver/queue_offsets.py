@@ -31,18 +31,23 @@ def build_queue_offsets(offsets_df: DataFrame, stage: Stage = no_staging) -> Dat
     ``broker_id``: the node that answered (0 = master; admin tools fall back to a slave while
     the master is down, DESIGN.md §3.1, facts §10.4); null when the collector does not say —
     unknown, never read as 0.
+    ``min_offset``: the queue's minimum offset on the broker (messages below it are deleted with
+    their commit-log file, DESIGN.md §3.1, §5.4); null when the collector does not report it —
+    unknown, never read as 0.
     ``time_lag_seconds``: age of the oldest unconsumed message, see :func:`with_time_lag`, which
     ``stage`` serves.
     """
     if "broker_id" not in offsets_df.columns:  # optional (§3.1); bronze written before it
         offsets_df = offsets_df.withColumn("broker_id", F.lit(None).cast("long"))
+    if "min_offset" not in offsets_df.columns:  # optional (§3.1); bronze written before it
+        offsets_df = offsets_df.withColumn("min_offset", F.lit(None).cast("long"))
     # every window below runs over a queue number (key_numbers), the key's strings joined back at
     # the end; bronze requires the key, so the inner join drops no row
     queues = key_numbers(offsets_df, QUEUE_KEY, QUEUE_NO[0])
     snapshots = filter_first_per_snapshot(
         offsets_df.join(F.broadcast(queues), on=QUEUE_KEY)
         .select(*QUEUE_NO, "ts", "broker_offset", "consumer_offset", "pull_offset",
-                "last_timestamp", "client_ip", "broker_id", "_source_file", "_line_no", "date"),
+                "last_timestamp", "client_ip", "broker_id", "min_offset", "_source_file", "_line_no", "date"),
         QUEUE_NO)
     by_queue = Window.partitionBy(*QUEUE_NO).orderBy("ts")
     offsets = snapshots.select(
@@ -60,6 +65,7 @@ def build_queue_offsets(offsets_df: DataFrame, stage: Stage = no_staging) -> Dat
         owner_ip(F.col("client_ip")).alias("owner_ip"),
         (F.trim("client_ip") == "N/A").alias("broker_reports_no_owner"),
         "broker_id",
+        "min_offset",
         F.lag("ts").over(by_queue).alias("prev_ts"),
         (F.col("broker_offset") - F.lag("broker_offset").over(by_queue))
         .alias("broker_offset_delta"),
@@ -75,7 +81,7 @@ def build_queue_offsets(offsets_df: DataFrame, stage: Stage = no_staging) -> Dat
 
 COLUMNS = [*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", "lag",
            "time_lag_seconds", "inflight", "last_consumed_at", "owner_ip",
-           "broker_reports_no_owner", "is_retry_topic", "broker_id", "prev_ts",
+           "broker_reports_no_owner", "is_retry_topic", "broker_id", "min_offset", "prev_ts",
            "broker_offset_delta", "consumer_offset_delta", "date"]
 
 

@@ -188,7 +188,11 @@ class Flow:
         for mq, i in self.tq_index.items():
             if not mq.topic.startswith("%RETRY%"):
                 self.prod[i] = int(prng.integers(20_000, 8_000_000))
-        self.commit = self.prod[self.gq_tq].copy()
+        # a group's backlog at the start (Group.backlog): its queues hold at least that many
+        behind = np.array([0 if mq.topic.startswith("%RETRY%") else scenario.group(g).backlog
+                           for g, mq in self.gq_keys], dtype=np.int64)
+        np.maximum.at(self.prod, self.gq_tq, behind)
+        self.commit = self.prod[self.gq_tq] - behind
         self.bco = self.commit.copy()
         self.bco_before = self.bco
         self.pulled = self.commit.copy()
@@ -223,6 +227,9 @@ class Flow:
                         for i, f in enumerate(scenario.faults) if f.kind == "consume_failing"]
         # a collector that records the answering node writes broker_id (DESIGN.md §3.1)
         self.with_broker_id = bool(self.down)
+        # a topic with ``retained`` gets min_offset in its offsets lines (DESIGN.md §3.1); -1: none
+        self.gq_retained = np.array([-1 if (r := self._retained(mq.topic)) is None else r
+                                     for _, mq in self.gq_keys], dtype=np.int64)
         self.tq_broker = [mq.broker_name for mq, _ in sorted(self.tq_index.items(), key=lambda kv: kv[1])]
         self.gq_broker = [mq.broker_name for _, mq in self.gq_keys]
         self.slave_ip = {b.name: b.slave_ip for b in scenario.brokers}
@@ -267,6 +274,10 @@ class Flow:
             return Stall("poison", at, end, index, gq=gq)
         proc = next(p.idx for p in self.cluster.processes if p.spec.name == fault.clients[0] and p.alive(at))
         return Stall("hang", at, end, index, proc=proc)
+
+    def _retained(self, topic: str) -> int | None:
+        known = [t for t in self.scenario.topics if t.name == topic]
+        return known[0].retained if known else None
 
     def tracked_groups(self) -> set[str]:
         return {g.name for g in self.scenario.groups if not g.name.startswith("GID_fill_")} | \
@@ -795,6 +806,11 @@ class Flow:
                     # the returned master's pre-outage table, until the owners' next persist
                     for i, value in d.stale.items():
                         co[i] = value
+        if (self.gq_retained >= 0).any():
+            # the queue's minimum offset: what its commit-log files still hold (DESIGN.md §3.1)
+            low = np.maximum(self.prod[self.gq_tq] - self.gq_retained, 0).tolist()
+            node = [node[i] + (f',"min_offset":{low[i]}' if self.gq_retained[i] >= 0 else "")
+                    for i in range(len(self.gq_keys))]
         lines = [f'{{"ts":{e_ts}{self.off_mid[i]}{bo[i]},"consumer_offset":{co[i]},"pull_offset":{pull[i]},'
                  f'"last_timestamp":{last[i]},"client_ip":{owner_ip[i]}{node[i]}}}'
                  for i in range(len(self.gq_keys)) if reported[i]]

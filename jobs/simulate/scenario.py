@@ -76,6 +76,9 @@ class Topic(_Model):
     producer_version: str = "4.9.8"  # the producers' client version (selector and fault tables)
     latency_fault: bool = False  # sendLatencyFaultEnable (com.rocketmq.sendLatencyEnable)
     producers: int = Field(2, ge=1)  # producer instances, each with its own fault table
+    # messages each queue's commit-log files still hold: the collector reports min_offset =
+    # broker_offset - retained (older ones deleted, DESIGN.md §3.1, §5.4); None = not reported
+    retained: int | None = Field(None, ge=0)
 
     @field_validator("produce_until")
     @classmethod
@@ -128,6 +131,9 @@ class Group(_Model):
     # consumerProgress), or — false — the group never committed, so the broker has no offset table
     # for it and consumerProgress lists nothing (4.9.7: CODE 206; tests/data/real-cluster difference 3)
     broker_offsets: bool = True
+    # messages each queue of the group's topics (not its retry topic) is behind when the simulation
+    # starts: a backlog left by an earlier outage, drained at the members' consume_rate from then on
+    backlog: int = Field(0, ge=0)
 
     @model_validator(mode="after")
     def _offsets_of_broadcast_only(self) -> Group:

@@ -119,3 +119,29 @@ def test_the_grafana_dashboard_queries_only_metrics_the_command_writes():
     assert queried and queried <= written
     assert {"rocketlens_group_status", "rocketlens_incidents", "rocketlens_queue_lag",
             "rocketlens_last_run_timestamp_seconds"} <= queried
+
+
+def test_backlog_clear_and_loss_horizons_are_seconds_from_the_forecast_and_absent_when_null():
+    """DESIGN.md §5.4: per group x topic, clears_at and loss_at less as_of; null gives no sample."""
+    from prometheus_client import generate_latest
+
+    from jobs.delivery.metrics import build_registry
+
+    as_of = dt.datetime(2025, 11, 21, 23, 59, 15)
+    backlog = [{"cluster": "c", "group": "g", "topic": "t", "as_of": as_of,
+                "clears_at": as_of + dt.timedelta(hours=2, minutes=5), "loss_at": None},
+               {"cluster": "c", "group": "h", "topic": "t", "as_of": as_of, "clears_at": None,
+                "loss_at": as_of + dt.timedelta(hours=4)}]
+    accuracy = [{"cluster": "c", "group": "g", "topic": "t", "broker_name": "b", "queue_id": 1,
+                 "error_minutes": -3.5},
+                {"cluster": "c", "group": "g", "topic": "t", "broker_name": "b", "queue_id": 2,
+                 "error_minutes": None}]
+    text = generate_latest(build_registry([], [], [], None, DAY, backlog, accuracy)).decode()
+    m = {f.name: [(s.labels, s.value) for s in f.samples]
+         for f in text_string_to_metric_families(text)}
+    assert m["rocketlens_backlog_clears_in_seconds"] == [
+        ({"cluster": "c", "group": "g", "topic": "t"}, 7500.0)]
+    assert m["rocketlens_backlog_loss_in_seconds"] == [
+        ({"cluster": "c", "group": "h", "topic": "t"}, 14400.0)]
+    assert m["rocketlens_forecast_error_minutes"] == [
+        ({"cluster": "c", "group": "g", "topic": "t", "broker_name": "b", "queue_id": "1"}, -3.5)]

@@ -44,6 +44,10 @@ def classify(spark, lines, source=OFFSETS, folder=D):
     (offset(pull_offset="x"), ("quarantined", "wrong_type: pull_offset")),
     (offset(broker_offset=-1), ("quarantined", "negative_offset: broker_offset=-1")),
     (offset(consumer_offset=20), ("accepted", None)),
+    # the queue's minimum offset (DESIGN.md §3.1, §5.4): optional, an offset like the others
+    (offset(min_offset=3), ("accepted", None)),
+    (offset(min_offset=-1), ("quarantined", "negative_offset: min_offset=-1")),
+    (offset(min_offset="3"), ("quarantined", "wrong_type: min_offset")),
     (offset(ts="2025-11-20T23:59:59Z"), ("other_day", None)),
     (offset(ts="2025-11-19T12:00:00Z"),
      ("quarantined", "out_of_window: record day 2025-11-19 in folder date=2025-11-21")),
