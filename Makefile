@@ -58,10 +58,10 @@ test-sail: $(STAMP)
 	ROCKETLENS_TEST_ENGINE=sail $(PYTEST) -m "not spark_only"
 
 test-spark: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "not heavy_day and not spark_only"
+	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "not heavy_day and not spark_only and not classic_cli"
 
 test-acceptance: $(STAMP)
-	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "heavy_day or spark_only"
+	ROCKETLENS_TEST_ENGINE=spark $(PYTEST) -m "heavy_day or spark_only or classic_cli"
 
 # RocketMQ itself in the loop (issue 57; tests/data/real-cluster/README.md): builds realcluster/ with Maven
 # (RocketMQ 4.9.7 from Maven Central into ~/.m2), starts a name server, broker-a and broker-b (master + slave)

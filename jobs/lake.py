@@ -403,7 +403,7 @@ def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:
     return found
 
 
-def _partition_columns(path: str) -> list[str]:
+def partition_columns(path: str) -> list[str]:
     """Partition columns from the Delta log's first commit (``[]`` when unreadable)."""
     for log in sorted((Path(path) / "_delta_log").glob("*.json")):
         for line in log.read_text().splitlines():
@@ -435,7 +435,7 @@ def table_ddl(layer: str, name: str, path: str, schema: StructType | None) -> st
             comment = column_comment(table, f.name)
             cols.append(col + (f" COMMENT '{_sql_text(comment)}'" if comment else ""))
         columns = f" ({', '.join(cols)})"
-        parts = _partition_columns(path)
+        parts = partition_columns(path)
         partitions = f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
     comment = table_comment(table)
     comment_sql = f" COMMENT '{_sql_text(comment)}'" if comment else ""
