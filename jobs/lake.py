@@ -159,7 +159,8 @@ class TableOutdated(Exception):
     """A lake table's columns differ from what this release writes into it: a release added (or
     dropped) columns. A day is appended into the table's existing schema (no schema evolution:
     docs/operations.md, "Upgrading an existing lake"), so the write is refused before the table
-    is touched, rather than left to the engine (Sail 0.7.2 appended without the new column)."""
+    is touched, rather than left to the engine (Sail 0.7.2 appended without the new column).
+    Added columns only: ``rocketlens migrate`` (jobs/migrate.py) brings the table up to date."""
 
 
 def _columns(schema: StructType) -> dict[str, str]:
@@ -179,10 +180,11 @@ def check_columns(existing: StructType, written: StructType, layer: str, name: s
     parts = ([f"lacks {', '.join(missing)}"] if missing else []) \
         + ([f"has {', '.join(extra)} no longer written"] if extra else []) \
         + ([f"has another type for {', '.join(changed)}"] if changed else [])
+    todo = (f"run 'rocketlens migrate --lake {Path(path).parents[1]}' first" if not (extra or changed)
+            else f"move {path} aside and rerun the days you keep")
     raise TableOutdated(
-        f"lake table {layer}.{name} was written by another release ({'; '.join(parts)}): move "
-        f"{path} aside and rerun the days you keep (docs/operations.md, Upgrading an existing "
-        "lake)")
+        f"lake table {layer}.{name} was written by another release ({'; '.join(parts)}): {todo} "
+        "(docs/operations.md, Upgrading an existing lake)")
 
 
 def is_commit_conflict(exc: BaseException) -> bool:

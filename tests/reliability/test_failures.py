@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from tests.conftest import cli_engine_args
 from tests.reliability.lakes import HAND_DAY, cli_env, rocketlens, run_args
 
 DAY = "2025-11-21"
@@ -120,10 +121,12 @@ def test_any_other_failure_exits_1_with_one_line_naming_the_day(tmp_path):
 
 
 @pytest.mark.delta
-def test_a_table_from_a_release_with_fewer_columns_exits_2_naming_table_and_column(tmp_path, spark):
+@pytest.mark.classic_cli
+def test_a_table_from_a_release_with_fewer_columns_exits_2_then_migrate_and_the_rerun_fill_it(tmp_path, spark):
     """The upgrade case (docs/operations.md): bronze.connections as an older release wrote it,
     without ``broker_addr``. The run refuses that table's write with one line saying what to do,
-    and leaves the table as it was (Sail once appended the day without the column)."""
+    and leaves the table as it was (Sail once appended the day without the column); ``rocketlens
+    migrate`` adds the column keeping every row, and the rerun fills it."""
     lake_dir = tmp_path / "lake"
     rocketlens(*run_args(DAY, HAND_DAY, lake_dir))
     table = lake_dir / "bronze" / "connections"
@@ -137,10 +140,18 @@ def test_a_table_from_a_release_with_fewer_columns_exits_2_naming_table_and_colu
     assert proc.returncode == 2, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("rocketlens: lake table bronze.connections was written by another "
-                           "release (lacks broker_addr): move "), last
+                           f"release (lacks broker_addr): run 'rocketlens migrate --lake {lake_dir}' "
+                           "first"), last
     assert "Upgrading an existing lake" in last and "Traceback" not in proc.stderr
     after = spark.read.format("delta").load(str(table))
     assert "broker_addr" not in after.columns and after.count() == rows
+    # the upgrade: migrate (on the pass's engine), then the day runs again
+    rocketlens("migrate", "--lake", str(lake_dir), *cli_engine_args())
+    migrated = spark.read.format("delta").load(str(table))
+    assert "broker_addr" in migrated.columns and migrated.count() == rows
+    rocketlens(*run_args(DAY, HAND_DAY, lake_dir))
+    rerun = spark.read.format("delta").load(str(table))
+    assert rerun.count() == rows and rerun.where("broker_addr IS NOT NULL").count() > 0
 
 
 @pytest.mark.sail_only
