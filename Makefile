@@ -21,11 +21,14 @@ demo: $(STAMP)
 	$(BIN)/rocketlens demo --lake demo-out/lake --out demo-out
 
 # `make test`: lint, the whole suite on Sail, the classic parity tier (every test that exercises
-# the engine, on classic Spark local[2]: transforms, detectors, the hand day, the mixed days; the
-# others — pure Python, and the CLI, which runs Sail whatever the pass — are deselected there,
-# tests/conftest.py), then the Airflow DAG tests in their own venv with real Airflow 3
-# (airflow/run_tests.sh). `make test-acceptance` is the heavier classic tier: the single-scenario
-# simulated days and the real spark-submit. `.ci/run` runs both; every test runs in one of them.
+# the engine, on classic Spark local[2] + Delta: transforms, detectors, the hand day, the mixed days,
+# the in-process lake writes; the others — pure Python, and the CLI, which runs Sail unless given
+# --engine — are deselected there, tests/conftest.py), then the Airflow DAG tests in their own venv
+# with real Airflow 3 (airflow/run_tests.sh). `make test-acceptance` is the heavier classic tier:
+# the single-scenario simulated days (heavy_day), the CLI runs on classic Spark + Delta (classic_cli:
+# reruns, a kill and rerun, concurrent days, migrate; and the gold engine-parity test) and the real
+# spark-submit (spark_only). `.ci/run` runs both; every test runs in one of them. The classic session
+# fetches Delta's jars from Maven Central once (~/.ivy2.5.2/jars).
 # JUNIT_DIR=dir writes each pass's JUnit XML report there (the slowest tests: --durations).
 test: $(STAMP) lint chromium test-sail test-spark test-airflow
 
