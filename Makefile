@@ -26,7 +26,7 @@ demo: $(STAMP)
 # --engine — are deselected there, tests/conftest.py), then the Airflow DAG tests in their own venv
 # with real Airflow 3 (airflow/run_tests.sh). `make test-acceptance` is the heavier classic tier:
 # the single-scenario simulated days (heavy_day), the CLI runs on classic Spark + Delta (classic_cli:
-# reruns, a kill and rerun, concurrent days, migrate; and the gold engine-parity test) and the real
+# the hand day, a rerun, a kill and rerun, concurrent days; and the gold engine-parity test) and the real
 # spark-submit (spark_only). `.ci/run` runs both; every test runs in one of them. The classic session
 # fetches Delta's jars from Maven Central once (~/.ivy2.5.2/jars).
 # JUNIT_DIR=dir writes each pass's JUnit XML report there (the slowest tests: --durations).

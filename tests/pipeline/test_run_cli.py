@@ -1,6 +1,6 @@
 """``rocketlens run`` end to end into real Delta tables, then ``sql`` and ``tables`` over the lake
-(Sail; the writes and the rerun also on classic Spark + Delta, ``--engine spark``, in the
-acceptance tier)."""
+(Sail; the writes also on classic Spark + Delta, ``--engine spark``, in the acceptance tier; a
+rerun on classic: tests/reliability/test_reruns.py)."""
 
 import json
 import os
@@ -70,7 +70,6 @@ def _snapshot(spark, lake_dir):
     return out
 
 
-@pytest.mark.classic_cli
 def test_rerunning_the_same_day_leaves_identical_tables(spark, tmp_path):
     run_hand_day(tmp_path)
     first = _snapshot(spark, tmp_path)

@@ -9,7 +9,6 @@ import shutil
 
 import pytest
 
-from tests.conftest import cli_engine_args
 from tests.reliability.lakes import HAND_DAY, cli_env, rocketlens, run_args
 
 DAY = "2025-11-21"
@@ -120,8 +119,7 @@ def test_any_other_failure_exits_1_with_one_line_naming_the_day(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.delta
-@pytest.mark.classic_cli
+@pytest.mark.delta  # classic: migrate in process, tests/test_migrate.py (a classic CLI day costs minutes)
 def test_a_table_from_a_release_with_fewer_columns_exits_2_until_migrated(tmp_path, spark):
     """The upgrade case (docs/operations.md): bronze.connections as an older release wrote it,
     without ``broker_addr``. The run refuses that table's write with one line saying what to do,
@@ -146,7 +144,7 @@ def test_a_table_from_a_release_with_fewer_columns_exits_2_until_migrated(tmp_pa
     after = spark.read.format("delta").load(str(table))
     assert "broker_addr" not in after.columns and after.count() == rows
     # the upgrade: migrate (on the pass's engine), then the day runs again
-    rocketlens("migrate", "--lake", str(lake_dir), *cli_engine_args())
+    rocketlens("migrate", "--lake", str(lake_dir))
     migrated = spark.read.format("delta").load(str(table))
     assert "broker_addr" in migrated.columns and migrated.count() == rows
     old_runs = {r._run_id for r in migrated.select("_run_id").distinct().collect()}
