@@ -10,6 +10,7 @@ import pytest
 
 from jobs import lake
 from jobs.maintain import MaintenanceUnsupported, maintain_lake
+from tests.conftest import cli_engine_args, run_cli
 
 D1, D2 = dt.date(2025, 1, 1), dt.date(2025, 1, 2)
 
@@ -43,3 +44,24 @@ def test_maintain_compacts_and_vacuums_every_table_keeping_its_rows(spark, engin
     assert done["gold.t"].files_before > done["gold.t"].files_after == 2
     assert on_disk > len(data_files(tmp_path / "gold" / "t")) == 2
     assert len(data_files(tmp_path / "silver" / "u")) == done["silver.u"].files_after == 1
+
+
+@pytest.mark.classic_cli
+def test_the_maintain_command_on_the_pass_engine(spark, engine_name, tmp_path):
+    """``rocketlens maintain`` as users run it: on Sail (the CLI's default) exit 2 and one line
+    saying what to do, nothing changed; with ``--engine spark`` (the classic pass) exit 0 and a
+    line per table."""
+    for tag in ("a", "b"):
+        lake.write_day(spark, day_frame(spark, D1, tag), tmp_path, "gold", "t", D1)
+    files = data_files(tmp_path / "gold" / "t")
+    proc = run_cli("maintain", "--lake", str(tmp_path), "--retain-hours", "0", *cli_engine_args(),
+                   check=False)
+    if engine_name == "sail":
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("rocketlens: this engine cannot OPTIMIZE or VACUUM Delta tables ("), last
+        assert "run 'rocketlens maintain --engine spark'" in last
+        assert data_files(tmp_path / "gold" / "t") == files
+    else:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "gold.t" in proc.stdout and len(data_files(tmp_path / "gold" / "t")) == 1
