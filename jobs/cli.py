@@ -106,7 +106,6 @@ def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
 
 
-DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.1"  # delta-spark 4.4.1 for Spark 4.2
 _DELTA_MISSING = ("Failed to find the data source: delta", "DeltaCatalog",
                   "DeltaSparkSessionExtension", "ClassNotFoundException: io.delta")
 
@@ -167,9 +166,11 @@ def run(run_date: dt.date, landing: Path, lake: Path, engine: str | None, remote
         if isinstance(exc, NoLandingData):
             error: RocketlensError = NoDataForDay(str(exc))
         elif _delta_missing(exc):
+            from jobs.engine import delta_package
+
             error = UsageProblem(
                 f"the Delta package is missing from this Spark ({first_line(exc)[:160]}): pass "
-                f"--packages {DELTA_PACKAGE} to spark-submit (or put the Delta jars on the "
+                f"--packages {delta_package()} to spark-submit (or put the Delta jars on the "
                 "cluster) and rerun")
         elif isinstance(exc, RocketlensError):
             error = exc
@@ -285,6 +286,71 @@ def tables(lake: Path, engine: str | None, remote: str | None, conf: str | None)
                 comment = column_comment(f"{layer}.{name}", f.name)
                 click.echo(f"    {f.name}: {f.dataType.simpleString()}"
                            + (f"  -- {comment}" if comment else ""))
+
+
+@main.command(epilog="""\b
+Example:
+  rocketlens migrate --lake /data/rocketlens/lake
+
+Exit codes: 0 migrated (or nothing to do); 1 failure; 2 a table that cannot be migrated, or bad
+usage; 6 engine did not start.""")
+@env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
+@env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
+@env_option("--remote", default=None)
+@env_option("--conf", default=None, type=click.Path(dir_okay=False))
+def migrate(lake: Path, engine: str | None, remote: str | None, conf: str | None) -> None:
+    """Bring a lake an older release wrote to this release's table schemas: tables that lack
+    columns get them (nulls in the rows already there), no row lost; the old folders are kept
+    under <lake>/_pre_migrate/ (docs/operations.md, Upgrading an existing lake)."""
+    from jobs import lake as lake_mod
+    from jobs.migrate import MigrationRefused, migrate_lake
+
+    settings = load_settings(conf)
+    if not lake_mod.list_tables(lake):
+        raise RocketlensError(f"no Delta tables under {lake}: nothing to migrate")
+    with session(engine or settings.engine.name, remote, settings) as spark:
+        try:
+            done = migrate_lake(spark, lake)
+        except MigrationRefused as exc:
+            raise UsageProblem(str(exc)) from None
+    rows = [[m.table, ", ".join(m.added) or "-", m.rows] for m in done]
+    click.echo(output.render_table(["table", "added columns", "rows"], rows))
+    changed = sum(1 for m in done if m.added)
+    click.echo(f"{changed} of {len(done)} tables migrated"
+               + (f"; the old folders are under {lake / '_pre_migrate'}" if changed else ""),
+               err=True)
+
+
+@main.command(epilog="""\b
+Example:
+  rocketlens maintain --lake /data/rocketlens/lake --engine spark
+
+Exit codes: 0 done; 1 failure; 2 the engine cannot (Sail: no OPTIMIZE/VACUUM), or bad usage;
+6 engine did not start; 7 no Java for --engine spark.""")
+@env_option("--lake", required=True, type=click.Path(file_okay=False, path_type=Path))
+@env_option("--retain-hours", type=click.IntRange(min=0), default=168, show_default=True,
+            help="VACUUM keeps files newer versions than this still reference; below 168 only "
+                 "while no run or reader uses the lake.")
+@env_option("--engine", type=ENGINE_CHOICE, default=None, help="Default: engine.name in settings.")
+@env_option("--remote", default=None)
+@env_option("--conf", default=None, type=click.Path(dir_okay=False))
+def maintain(lake: Path, retain_hours: int, engine: str | None, remote: str | None,
+             conf: str | None) -> None:
+    """OPTIMIZE then VACUUM every lake table (classic Spark + Delta; docs/operations.md, Table
+    maintenance)."""
+    from jobs import lake as lake_mod
+    from jobs.maintain import MaintenanceUnsupported, maintain_lake
+
+    settings = load_settings(conf)
+    if not lake_mod.list_tables(lake):
+        raise RocketlensError(f"no Delta tables under {lake}: nothing to maintain")
+    with session(engine or settings.engine.name, remote, settings) as spark:
+        try:
+            done = maintain_lake(spark, lake, retain_hours)
+        except MaintenanceUnsupported as exc:
+            raise UsageProblem(str(exc)) from None
+    click.echo(output.render_table(["table", "files before", "files after"],
+                                   [[m.table, m.files_before, m.files_after] for m in done]))
 
 
 DEMO_DATE = dt.date(2025, 11, 21)

@@ -230,12 +230,46 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
             builder = builder.config(key, value)
     for key, value in COMMON_CONF.items():
         builder = builder.config(key, value)
+    fetches_delta = delta and not under_submit and not _delta_in_submit_args()
     if delta:
         builder = _with_delta(builder, under_submit)
     try:
         return builder.getOrCreate()
     except Exception as exc:
+        if fetches_delta and not delta_jars_cached():
+            raise EngineError(
+                f"classic Spark + Delta needs {delta_package()} and its dependencies from Maven "
+                f"Central, cached in {ivy_jars_dir()}, and could not get them (offline?): run once "
+                "with access to https://repo1.maven.org, copy that folder from a machine that "
+                "has it, or use --engine sail") from exc
         raise EngineError(f"classic Spark did not start: {_first_line(exc)}") from exc
+
+
+def delta_package() -> str:
+    """The Maven artifact of Delta for the installed pyspark and delta-spark, as delta-spark's
+    ``configure_spark_with_delta_pip`` names it: ``io.delta:delta-spark_<spark x.y>_2.13:<v>``."""
+    from importlib.metadata import version
+
+    import pyspark
+
+    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{version('delta-spark')}"
+
+
+def ivy_jars_dir() -> str:
+    """Where ``spark.jars.packages`` puts the jars it fetched: Spark 4's default Ivy folder
+    (``~/.ivy2.5.2``) when ``spark.jars.ivy`` is not set."""
+    return os.path.join(os.path.expanduser("~"), ".ivy2.5.2", "jars")
+
+
+def delta_jars_cached() -> bool:
+    """Is Delta's jar (``delta_package()``) in the Ivy cache, so a start needs no network?"""
+    group, artifact, ver = delta_package().split(":")
+    return os.path.isfile(os.path.join(ivy_jars_dir(), f"{group}_{artifact}-{ver}.jar"))
+
+
+def _delta_in_submit_args() -> bool:
+    return "delta" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
 def java_executable() -> str | None:
@@ -262,7 +296,7 @@ def _with_delta(builder: SparkSession.Builder, under_submit: bool) -> SparkSessi
     def is_set(key: str) -> bool:
         return bool(configured and configured.get(key, None))
 
-    if not under_submit and "delta" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+    if not under_submit and not _delta_in_submit_args():
         from delta import configure_spark_with_delta_pip
 
         builder = configure_spark_with_delta_pip(builder)

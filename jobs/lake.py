@@ -159,7 +159,8 @@ class TableOutdated(Exception):
     """A lake table's columns differ from what this release writes into it: a release added (or
     dropped) columns. A day is appended into the table's existing schema (no schema evolution:
     docs/operations.md, "Upgrading an existing lake"), so the write is refused before the table
-    is touched, rather than left to the engine (Sail 0.7.2 appended without the new column)."""
+    is touched, rather than left to the engine (Sail 0.7.2 appended without the new column).
+    Added columns only: ``rocketlens migrate`` (jobs/migrate.py) brings the table up to date."""
 
 
 def _columns(schema: StructType) -> dict[str, str]:
@@ -179,10 +180,11 @@ def check_columns(existing: StructType, written: StructType, layer: str, name: s
     parts = ([f"lacks {', '.join(missing)}"] if missing else []) \
         + ([f"has {', '.join(extra)} no longer written"] if extra else []) \
         + ([f"has another type for {', '.join(changed)}"] if changed else [])
+    todo = (f"run 'rocketlens migrate --lake {Path(path).parents[1]}' first" if not (extra or changed)
+            else f"move {path} aside and rerun the days you keep")
     raise TableOutdated(
-        f"lake table {layer}.{name} was written by another release ({'; '.join(parts)}): move "
-        f"{path} aside and rerun the days you keep (docs/operations.md, Upgrading an existing "
-        "lake)")
+        f"lake table {layer}.{name} was written by another release ({'; '.join(parts)}): {todo} "
+        "(docs/operations.md, Upgrading an existing lake)")
 
 
 def is_commit_conflict(exc: BaseException) -> bool:
@@ -403,7 +405,7 @@ def list_tables(lake: str | Path) -> list[tuple[str, str, str]]:
     return found
 
 
-def _partition_columns(path: str) -> list[str]:
+def partition_columns(path: str) -> list[str]:
     """Partition columns from the Delta log's first commit (``[]`` when unreadable)."""
     for log in sorted((Path(path) / "_delta_log").glob("*.json")):
         for line in log.read_text().splitlines():
@@ -435,7 +437,7 @@ def table_ddl(layer: str, name: str, path: str, schema: StructType | None) -> st
             comment = column_comment(table, f.name)
             cols.append(col + (f" COMMENT '{_sql_text(comment)}'" if comment else ""))
         columns = f" ({', '.join(cols)})"
-        parts = _partition_columns(path)
+        parts = partition_columns(path)
         partitions = f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
     comment = table_comment(table)
     comment_sql = f" COMMENT '{_sql_text(comment)}'" if comment else ""

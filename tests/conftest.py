@@ -1,12 +1,15 @@
 """One engine per pytest process (a Sail session and a classic one cannot share a process).
 
 ``ROCKETLENS_TEST_ENGINE=sail`` (default) runs every test but ``spark_only``. ``=spark`` runs on
-classic Spark local[2] only the tests that exercise the engine (``exercises_engine``): the others
-(pure Python, and the CLI, which runs Sail whatever the pass) are deselected there, having run in
-the Sail pass. ``delta`` tests stay on Sail (the classic session here has no Delta jars).
+classic Spark local[2] + Delta (delta-spark's jars from Maven Central, cached in ~/.ivy2.5.2)
+only the tests that exercise the engine (``exercises_engine``): the others (pure Python, and the
+CLI, which runs Sail unless told ``--engine``) are deselected there, having run in the Sail pass.
+``delta`` tests read a lake a Sail ``rocketlens run`` wrote and stay on Sail; their classic
+counterparts are the ``classic_cli`` tests, whose CLI runs take ``--engine spark`` in the classic
+pass (``cli_engine_args``). Tests that write Delta in this process run in both passes.
 Tiers (Makefile, README "Tests"): ``make test`` runs the Sail pass and the classic parity tier
-(``-m "not heavy_day and not spark_only"``); ``make test-acceptance`` the classic ``heavy_day``
-and ``spark_only`` tests; ``.ci/run`` runs both.
+(``-m "not heavy_day and not spark_only and not classic_cli"``); ``make test-acceptance`` the
+classic ``heavy_day``, ``spark_only`` and ``classic_cli`` tests; ``.ci/run`` runs both.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def engine_name() -> str:
 def spark():
     from jobs.engine import open_session
 
-    with open_session(TEST_ENGINE, delta=False, master="local[2]", shuffle_partitions=2,
+    with open_session(TEST_ENGINE, master="local[2]", shuffle_partitions=2,
                       app_name="rocketlens-tests", local_conf=CLASSIC_TEST_CONF) as session:
         yield session
 
@@ -70,7 +73,8 @@ def pytest_collection_modifyitems(config, items):
         return
     keep, dropped = [], []
     for item in items:
-        if item.get_closest_marker("spark_only"):
+        if item.get_closest_marker("spark_only") or (
+                item.get_closest_marker("classic_cli") and exercises_engine(item)):
             keep.append(item)
         elif (item.get_closest_marker("delta") or item.get_closest_marker("sail_only")
               or not exercises_engine(item)):
@@ -104,6 +108,12 @@ def shared_dir(tmp_path_factory, key: str, build: Callable[[Path], None]) -> Pat
 
 SAMPLE_DAY = "2025-11-21"
 SAMPLE_WINDOW = "09:50-14:20"  # slow message, client leaving, crash; all-day faults run throughout
+
+
+def cli_engine_args() -> list[str]:
+    """``--engine spark`` in the classic pass (the ``classic_cli`` tests' runs: classic Spark +
+    Delta), nothing in the Sail pass (the CLI's default engine)."""
+    return ["--engine", "spark"] if TEST_ENGINE == "spark" else []
 
 
 def run_cli(*args: str, check: bool = True):

@@ -58,3 +58,32 @@ def test_the_embedded_engine_reads_plain_strings_whatever_it_inherits():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "false 1"
+
+
+_CLASSIC_DELTA_PROBE = """
+from jobs.engine import open_session
+
+with open_session("spark", master="local[1]") as spark:
+    print(spark.range(1).count())
+"""
+
+
+@pytest.mark.spark_only
+def test_classic_delta_offline_without_the_jar_cache_says_in_one_line_what_to_fetch(tmp_path):
+    """A local classic session with Delta fetches delta-spark's jars from Maven Central into the
+    Ivy cache. With no cache (an empty home) and no network (a proxy that refuses), the start
+    fails with one line naming the artifact, the cache folder and what to do."""
+    home = tmp_path / "home"
+    home.mkdir()
+    nowhere = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=9 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=9"
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": os.pathsep.join(filter(None, (
+               str(ROOT), os.environ.get("PYTHONPATH")))),
+           "JAVA_TOOL_OPTIONS": f"-Duser.home={home} {nowhere}"}
+    proc = subprocess.run([sys.executable, "-c", _CLASSIC_DELTA_PROBE], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    from jobs.engine import delta_package
+
+    assert f"classic Spark + Delta needs {delta_package()} and its dependencies" in last, last
+    assert str(home / ".ivy2.5.2" / "jars") in last and "repo1.maven.org" in last, last

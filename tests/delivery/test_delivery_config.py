@@ -35,7 +35,7 @@ def test_spark_defaults_enable_the_delta_extension_and_catalog():
 
 def test_operations_doc_dag_and_conf_name_the_delta_artifact_of_the_installed_delta_spark():
     package = delta_package()
-    assert package == "io.delta:delta-spark_4.2_2.13:4.4.1"
+    assert package == "io.delta:delta-spark_4.2_2.13:4.4.0"
     for path in ("docs/operations.md", "conf/spark-defaults.conf", "airflow/dags/rocketlens_nightly.py"):
         assert package in (REPO / path).read_text(), path
 

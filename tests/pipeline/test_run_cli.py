@@ -1,5 +1,6 @@
-"""``rocketlens run`` end to end into real Delta tables (Sail; the Delta jars are out of reach
-for classic Spark here), then ``sql`` and ``tables`` over the lake."""
+"""``rocketlens run`` end to end into real Delta tables, then ``sql`` and ``tables`` over the lake
+(Sail; the writes also on classic Spark + Delta, ``--engine spark``, in the acceptance tier; a
+rerun on classic: tests/reliability/test_reruns.py)."""
 
 import json
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobs import lake
+from tests.conftest import cli_engine_args
 from tests.pipeline import hand_day_expected as E
 from tests.pipeline.assertions import assert_bronze, assert_silver
 
@@ -31,7 +33,7 @@ def rocketlens(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def run_hand_day(lake_dir: Path) -> subprocess.CompletedProcess:
     return rocketlens("run", "--date", "2025-11-21", "--landing", str(E.HAND_DAY),
-                      "--lake", str(lake_dir))
+                      "--lake", str(lake_dir), *cli_engine_args())
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,7 @@ def read_all(spark, lake_dir, layer):
             for lyr, name, path in lake.list_tables(lake_dir) if lyr == layer}
 
 
+@pytest.mark.classic_cli
 def test_run_writes_the_expected_bronze_and_silver_delta_tables(spark, lake_dir):
     assert_bronze(spark, read_all(spark, lake_dir, "bronze"))
     assert_silver(spark, read_all(spark, lake_dir, "silver"))

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from jobs import lake
+from tests.conftest import cli_engine_args
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_DAY = REPO / "tests" / "data" / "hand_day"
@@ -32,7 +33,10 @@ def rocketlens(*args: str, check: bool = True, env: dict | None = None,
 
 
 def run_args(day: str, landing: Path, lake_dir: Path, *extra: str) -> list[str]:
-    return ["run", "--date", day, "--landing", str(landing), "--lake", str(lake_dir), *extra]
+    """``run`` of ``day``, on the pass's engine (``cli_engine_args``: classic Spark + Delta in
+    the classic pass)."""
+    return ["run", "--date", day, "--landing", str(landing), "--lake", str(lake_dir),
+            *cli_engine_args(), *extra]
 
 
 def contents(spark, lake_dir: Path, day: str | None = None,

@@ -1,4 +1,5 @@
-"""Two runs at once into one lake: both complete and neither disturbs the other (Delta; Sail).
+"""Two runs at once into one lake: both complete and neither disturbs the other (Delta; Sail, and
+classic Spark + Delta in the acceptance tier).
 
 Sail 0.7.2 refuses a commit made on a table version another writer has moved past, even a DELETE
 of another day; ``lake.write_day`` retries the replace (jobs/lake.py). Days run in parallel must
@@ -17,8 +18,6 @@ from jobs import lake
 from tests.reliability.conftest import D3, D
 from tests.reliability.lakes import REPO, cli_env, contents, rocketlens, run_args
 
-pytestmark = pytest.mark.delta
-
 
 def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", *args], cwd=REPO, env=cli_env(),
@@ -31,6 +30,7 @@ def finish(procs: list[subprocess.Popen]) -> list[str]:
     return errs
 
 
+@pytest.mark.classic_cli
 def test_two_days_run_at_once_match_each_day_run_alone(spark, tmp_path, sim_landing,
                                                        day_d_lake):
     lake_dir = tmp_path / "lake"
@@ -48,6 +48,8 @@ def test_two_days_run_at_once_match_each_day_run_alone(spark, tmp_path, sim_land
     assert len(together) == 25 and sum(map(len, together.values())) > 1000
 
 
+@pytest.mark.delta  # the writers are Sail processes: the race Sail loses (classic Delta lets
+# replaces of different days both commit, so nothing would be retried there)
 def test_write_day_retries_commits_lost_to_a_concurrent_writer(spark, tmp_path):
     """Two processes replace their own day of one table 12 times each, at the same moments: on
     Sail most DELETEs lose a commit race; every replace lands after retries."""

@@ -1,4 +1,5 @@
-"""A run SIGKILLed mid-way is repaired by running the day again (Delta; Sail).
+"""A run SIGKILLed mid-way is repaired by running the day again (Delta; Sail, and for the kill
+between a table's DELETE and its append classic Spark + Delta too, in the acceptance tier).
 
 The run is a real ``python -m jobs run`` subprocess, killed when its stderr shows a progress line
 (README, Progress) — during parsing, during bronze, between layers, during gold — and, through the
@@ -74,6 +75,7 @@ def test_a_rerun_after_kills_at_every_stage_gives_the_uninterrupted_tables(
     assert not (lake_dir / "_staging").exists()
 
 
+@pytest.mark.classic_cli
 def test_a_kill_between_delete_and_append_leaves_the_day_missing_until_the_rerun(
         spark, tmp_path, sim_landing, in_order_lake, in_order_contents):
     """The documented gap of the non-atomic day replace (jobs/lake.py): the run dies right

@@ -119,11 +119,12 @@ def test_any_other_failure_exits_1_with_one_line_naming_the_day(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.delta
-def test_a_table_from_a_release_with_fewer_columns_exits_2_naming_table_and_column(tmp_path, spark):
+@pytest.mark.delta  # classic: migrate in process, tests/test_migrate.py (a classic CLI day costs minutes)
+def test_a_table_from_a_release_with_fewer_columns_exits_2_until_migrated(tmp_path, spark):
     """The upgrade case (docs/operations.md): bronze.connections as an older release wrote it,
     without ``broker_addr``. The run refuses that table's write with one line saying what to do,
-    and leaves the table as it was (Sail once appended the day without the column)."""
+    and leaves the table as it was (Sail once appended the day without the column); ``rocketlens
+    migrate`` adds the column keeping every row, and the rerun writes the day into it."""
     lake_dir = tmp_path / "lake"
     rocketlens(*run_args(DAY, HAND_DAY, lake_dir))
     table = lake_dir / "bronze" / "connections"
@@ -137,10 +138,20 @@ def test_a_table_from_a_release_with_fewer_columns_exits_2_naming_table_and_colu
     assert proc.returncode == 2, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("rocketlens: lake table bronze.connections was written by another "
-                           "release (lacks broker_addr): move "), last
+                           f"release (lacks broker_addr): run 'rocketlens migrate --lake {lake_dir}' "
+                           "first"), last
     assert "Upgrading an existing lake" in last and "Traceback" not in proc.stderr
     after = spark.read.format("delta").load(str(table))
     assert "broker_addr" not in after.columns and after.count() == rows
+    # the upgrade: migrate (on the pass's engine), then the day runs again
+    rocketlens("migrate", "--lake", str(lake_dir))
+    migrated = spark.read.format("delta").load(str(table))
+    assert "broker_addr" in migrated.columns and migrated.count() == rows
+    old_runs = {r._run_id for r in migrated.select("_run_id").distinct().collect()}
+    rocketlens(*run_args(DAY, HAND_DAY, lake_dir))
+    rerun = spark.read.format("delta").load(str(table))
+    assert rerun.count() == rows  # the day replaced by the rerun's rows, into the migrated table
+    assert {r._run_id for r in rerun.select("_run_id").distinct().collect()}.isdisjoint(old_runs)
 
 
 @pytest.mark.sail_only

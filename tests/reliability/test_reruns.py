@@ -1,4 +1,5 @@
-"""Reruns and backfills leave the tables a run in order would leave (Delta; Sail).
+"""Reruns and backfills leave the tables a run in order would leave (Delta; Sail, and for a rerun
+classic Spark + Delta too, in the acceptance tier).
 
 Compared: every column of every table except the run metadata ``_run_id``/``_ingested_at``.
 """
@@ -18,6 +19,7 @@ from tests.reliability.lakes import contents, rocketlens, run_args
 pytestmark = pytest.mark.delta
 
 
+@pytest.mark.classic_cli
 def test_rerunning_a_day_leaves_identical_tables(spark, tmp_path, sim_landing, in_order_lake,
                                                 in_order_contents):
     """D run again once D+1 is there: every table as before, though every D row was rewritten.
