@@ -245,15 +245,21 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
         raise EngineError(f"classic Spark did not start: {_first_line(exc)}") from exc
 
 
-def delta_package() -> str:
-    """The Maven artifact of Delta for the installed pyspark and delta-spark, as delta-spark's
-    ``configure_spark_with_delta_pip`` names it: ``io.delta:delta-spark_<spark x.y>_2.13:<v>``."""
-    from importlib.metadata import version
+# The Delta jars for classic Spark: Maven Central serves io.delta:delta-spark_4.2_2.13 only as 4.4.0
+# (checked 2026-12-07: maven-metadata.xml lists 4.4.0 alone; 4.4.1's pom is a 404), while the Python
+# package is pinned to delta-spark 4.4.1 — whose own configure_spark_with_delta_pip would name the
+# 4.4.1 jar nobody can fetch. The Python side only wraps the JVM classes (DeltaTable), unchanged
+# between these patch releases; the suite runs the pair on classic Spark.
+DELTA_SPARK_JAR_VERSION = "4.4.0"
 
+
+def delta_package() -> str:
+    """The Maven artifact of Delta for the installed pyspark: ``io.delta:delta-spark_<spark
+    x.y>_2.13:DELTA_SPARK_JAR_VERSION`` (what ``--packages`` takes and the local session fetches)."""
     import pyspark
 
     spark_minor = ".".join(pyspark.__version__.split(".")[:2])
-    return f"io.delta:delta-spark_{spark_minor}_2.13:{version('delta-spark')}"
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{DELTA_SPARK_JAR_VERSION}"
 
 
 def ivy_jars_dir() -> str:
@@ -297,9 +303,7 @@ def _with_delta(builder: SparkSession.Builder, under_submit: bool) -> SparkSessi
         return bool(configured and configured.get(key, None))
 
     if not under_submit and not _delta_in_submit_args():
-        from delta import configure_spark_with_delta_pip
-
-        builder = configure_spark_with_delta_pip(builder)
+        builder = builder.config("spark.jars.packages", delta_package())
     if not is_set("spark.sql.extensions"):
         builder = builder.config("spark.sql.extensions", DELTA_EXTENSION)
     if not is_set("spark.sql.catalog.spark_catalog"):

@@ -39,6 +39,13 @@ CLASSIC_TEST_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "10485760",
     "spark.driver.memory": "2g",
+    # Delta rebuilds a table's snapshot (its log's state) in this many shuffle partitions, 50 by
+    # default: for a test's table of a few files that is 50 tasks per read; Delta's own test
+    # suites set it low in the same way
+    "spark.databricks.delta.snapshotPartitions": "2",
+    # VACUUM lists a table's folders in a job of this many tasks, Spark's default 10,000 (~90 s
+    # for a test's table of ten files on local[2])
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
 
 # A test exercises the engine of its pass when it asks for one of these fixtures (also through

@@ -57,7 +57,7 @@ VARIABLES = {
     "rocketlens_home": "/opt/rocketlens",  # entrypoint.py, rocketlens-venv.tar.gz, conf/
     "rocketlens_python": "/opt/rocketlens/venv/bin/python",  # a venv with the wheel installed
     "rocketlens_spark_conn_id": "spark_default",
-    # the artifact delta-spark 4.4.0 names for pyspark 4.2; "" when the image has the jars
+    # Maven Central's only delta-spark_4.2 release (jobs.engine.delta_package()); "" when the image has the jars
     "rocketlens_delta_packages": "io.delta:delta-spark_4.2_2.13:4.4.0",
     "rocketlens_spark_connect_url": "sc://spark-connect:15002",
     "rocketlens_reports": "/data/rocketlens/reports",  # report-<day>.html per run

@@ -6,18 +6,9 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-import pyspark
-
-from jobs.engine import DELTA_CATALOG, DELTA_EXTENSION
+from jobs.engine import DELTA_CATALOG, DELTA_EXTENSION, delta_package
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def delta_package() -> str:
-    """What ``delta.configure_spark_with_delta_pip`` adds for the installed pyspark/delta-spark:
-    ``io.delta:delta-spark_<spark major.minor>_2.13:<delta-spark version>``."""
-    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
-    return f"io.delta:delta-spark_{spark_minor}_2.13:{version('delta-spark')}"
 
 
 def spark_defaults() -> dict[str, str]:
@@ -33,9 +24,12 @@ def test_spark_defaults_enable_the_delta_extension_and_catalog():
     assert conf["spark.sql.session.timeZone"] == "UTC"
 
 
-def test_operations_doc_dag_and_conf_name_the_delta_artifact_of_the_installed_delta_spark():
+def test_operations_doc_dag_and_conf_name_the_delta_artifact_maven_central_serves():
+    """pyspark 4.2's Delta artifact, 4.4.0: Maven Central has no delta-spark_4.2_2.13:4.4.1, the
+    version of the pinned Python package (jobs.engine.DELTA_SPARK_JAR_VERSION)."""
     package = delta_package()
     assert package == "io.delta:delta-spark_4.2_2.13:4.4.0"
+    assert version("delta-spark") == "4.4.1"
     for path in ("docs/operations.md", "conf/spark-defaults.conf", "airflow/dags/rocketlens_nightly.py"):
         assert package in (REPO / path).read_text(), path
 

@@ -115,4 +115,4 @@ def test_a_spark_without_the_delta_package_fails_in_one_line_naming_it(tmp_path)
     assert proc.returncode == 2, proc.stdout[-3000:]
     last = proc.stdout.strip().splitlines()[-1]  # the job's own output (the JVM logs to stderr)
     assert last.startswith("rocketlens: the Delta package is missing from this Spark")
-    assert "--packages io.delta:delta-spark_4.2_2.13:4.4.1" in last
+    assert "--packages io.delta:delta-spark_4.2_2.13:4.4.0" in last
