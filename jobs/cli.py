@@ -106,7 +106,9 @@ def main() -> None:
     """rocketlens: orphaned queues, stuck offsets and rebalance churn in RocketMQ consumer groups."""
 
 
-DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.1"  # delta-spark 4.4.1 for Spark 4.2
+# The Delta jars for Spark 4.2: delta-spark 4.4.1 (pyproject.toml) has no 4.4.1 jar on Maven Central
+# (4.4.0 is the newest for Spark 4.2); the 4.4.0 jars run it (tests/delivery/test_standalone_cluster.py)
+DELTA_PACKAGE = "io.delta:delta-spark_4.2_2.13:4.4.0"
 _DELTA_MISSING = ("Failed to find the data source: delta", "DeltaCatalog",
                   "DeltaSparkSessionExtension", "ClassNotFoundException: io.delta")
 

@@ -57,8 +57,9 @@ VARIABLES = {
     "rocketlens_home": "/opt/rocketlens",  # entrypoint.py, rocketlens-venv.tar.gz, conf/
     "rocketlens_python": "/opt/rocketlens/venv/bin/python",  # a venv with the wheel installed
     "rocketlens_spark_conn_id": "spark_default",
-    # the artifact delta-spark 4.4.1 names for pyspark 4.2; "" when the image has the jars
-    "rocketlens_delta_packages": "io.delta:delta-spark_4.2_2.13:4.4.1",
+    # the Delta jars for Spark 4.2 (4.4.1 has none on Maven Central; docs/operations.md); ""
+    # when the image has the jars
+    "rocketlens_delta_packages": "io.delta:delta-spark_4.2_2.13:4.4.0",
     "rocketlens_spark_connect_url": "sc://spark-connect:15002",
     "rocketlens_reports": "/data/rocketlens/reports",  # report-<day>.html per run
     # apprise URLs as a JSON list; "secret" in the name makes Airflow mask the value in logs

@@ -104,7 +104,7 @@ def test_spark_submit_command_for_a_logical_date(dagbag, monkeypatch):
     command = task._get_hook()._build_spark_submit_command(task.application)
     text = " ".join(command)
     assert command[:3] == ["spark-submit", "--master", "yarn"]
-    assert "--packages io.delta:delta-spark_4.2_2.13:4.4.1" in text
+    assert "--packages io.delta:delta-spark_4.2_2.13:4.4.0" in text
     assert "--conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in text
     assert ("--conf spark.sql.catalog.spark_catalog="
             "org.apache.spark.sql.delta.catalog.DeltaCatalog") in text

@@ -1,6 +1,7 @@
 """The delivery files agree with the code: spark-defaults.conf, the Delta coordinates, the
 entry script."""
 
+import re
 import subprocess
 import sys
 from importlib.metadata import version
@@ -8,16 +9,20 @@ from pathlib import Path
 
 import pyspark
 
+from jobs.cli import DELTA_PACKAGE
 from jobs.engine import DELTA_CATALOG, DELTA_EXTENSION
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def delta_package() -> str:
-    """What ``delta.configure_spark_with_delta_pip`` adds for the installed pyspark/delta-spark:
-    ``io.delta:delta-spark_<spark major.minor>_2.13:<delta-spark version>``."""
+    """The Delta jars for the installed pyspark and delta-spark: ``io.delta:delta-spark_<spark
+    major.minor>_2.13:<delta-spark major.minor>.<patch>``, the name ``configure_spark_with_delta_pip``
+    builds but for the patch release, which Maven Central may lack (delta-spark 4.4.1 has no
+    4.4.1 jar there)."""
     spark_minor = ".".join(pyspark.__version__.split(".")[:2])
-    return f"io.delta:delta-spark_{spark_minor}_2.13:{version('delta-spark')}"
+    delta_minor = ".".join(version("delta-spark").split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{delta_minor}."
 
 
 def spark_defaults() -> dict[str, str]:
@@ -34,10 +39,12 @@ def test_spark_defaults_enable_the_delta_extension_and_catalog():
 
 
 def test_operations_doc_dag_and_conf_name_the_delta_artifact_of_the_installed_delta_spark():
-    package = delta_package()
-    assert package == "io.delta:delta-spark_4.2_2.13:4.4.1"
+    assert DELTA_PACKAGE.startswith(delta_package())
+    assert DELTA_PACKAGE == "io.delta:delta-spark_4.2_2.13:4.4.0"
     for path in ("docs/operations.md", "conf/spark-defaults.conf", "airflow/dags/rocketlens_nightly.py"):
-        assert package in (REPO / path).read_text(), path
+        text = (REPO / path).read_text()
+        assert DELTA_PACKAGE in text, path
+        assert set(re.findall(r"io\.delta:delta-spark_[\w.]+:[\d.]*\d", text)) == {DELTA_PACKAGE}, path
 
 
 def test_entry_script_runs_the_cli_from_any_working_directory(tmp_path):

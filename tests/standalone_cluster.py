@@ -1,0 +1,151 @@
+"""A Spark standalone cluster on loopback from pip's pyspark: one master and N workers started with
+``spark-class org.apache.spark.deploy.master.Master`` / ``…worker.Worker``, for the real-cluster
+spark-submit test (tests/delivery/test_standalone_cluster.py) and the benchmark
+(``python -m benchmarks --engines cluster``).
+
+``standalone_cluster(workdir)`` starts it, waits until the master lists every worker ALIVE and
+yields the master URL; on leaving (also on failure) it stops every process it started: each runs
+in a process group of its own, which holds the executor JVMs and Python workers the worker
+spawned too, sent SIGTERM and then SIGKILL. A missing Java or a master that cannot bind raises
+:class:`ClusterUnavailable` with one line saying what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT = 90.0  # seconds for the master and every worker to come up (2 loaded cores)
+
+
+class ClusterUnavailable(RuntimeError):
+    """The standalone cluster did not start; the message is the one line to act on."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    master_url: str  # spark://127.0.0.1:PORT
+    ui_url: str  # the master's web UI, http://127.0.0.1:PORT (``/json/``: its state)
+    workdir: Path
+
+    def state(self) -> dict:
+        with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=5) as reply:
+            return json.load(reply)
+
+
+def spark_home() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each process group (workers first), SIGKILL what is left after 15 s."""
+    for proc in reversed(procs):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for proc in reversed(procs):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the group: executors and Python workers too
+        proc.wait()
+
+
+def _last_lines(log: Path, n: int = 3) -> str:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return " | ".join(lines[-n:])[-600:]
+
+
+@contextlib.contextmanager
+def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
+                       master_port: int | None = None) -> Iterator[Cluster]:
+    """A master and ``workers`` workers of ``cores`` cores and ``memory`` each on 127.0.0.1, their
+    logs and work folders under ``workdir``; everything is stopped on leaving."""
+    from jobs.engine import java_executable
+
+    if java_executable() is None:
+        raise ClusterUnavailable(
+            "standalone cluster: no Java (JAVA_HOME/bin/java or java on PATH): install a JDK 17 "
+            "or set JAVA_HOME")
+    port = master_port or free_port()
+    if _port_taken(port):
+        raise ClusterUnavailable(f"standalone cluster: port {port} on 127.0.0.1 is taken: stop "
+                                 "what listens there or pick another master port")
+    ui_port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    home = spark_home()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK"))}
+    env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(workdir),
+               SPARK_WORKER_DIR=str(workdir / "work"),
+               # Spark retries the next ports when one is taken; fail instead (one clear line)
+               SPARK_MASTER_OPTS="-Dspark.port.maxRetries=0")
+    spark_class = str(home / "bin" / "spark-class")
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str, *args: str) -> tuple[subprocess.Popen, Path]:
+        log = workdir / f"{name}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([spark_class, *args], env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        procs.append(proc)
+        return proc, log
+
+    try:
+        master, master_log = start("master", "org.apache.spark.deploy.master.Master",
+                                   "--host", "127.0.0.1", "--port", str(port),
+                                   "--webui-port", str(ui_port))
+        cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}", workdir)
+        _wait(lambda: cluster.state().get("status") == "ALIVE", master, master_log,
+              f"standalone master on 127.0.0.1:{port}")
+        for i in range(workers):
+            start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                  "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                  "--work-dir", str(workdir / f"work-{i}"), cluster.master_url)
+        _wait(lambda: sum(w.get("state") == "ALIVE" for w in cluster.state()["workers"]) == workers,
+              master, master_log, f"{workers} standalone workers")
+        yield cluster
+    finally:
+        _stop(procs)
+
+
+def _wait(ready, proc: subprocess.Popen, log: Path, what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            text = log.read_text(errors="replace")
+            if "BindException" in text or "Address already in use" in text:
+                raise ClusterUnavailable(f"{what}: a port is taken (see {log}): stop what "
+                                         "listens there or pick another port")
+            raise ClusterUnavailable(f"{what} exited {proc.returncode}: {_last_lines(log)}")
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if ready():
+                return
+        time.sleep(0.5)
+    raise ClusterUnavailable(f"{what} not up after {START_TIMEOUT:.0f} s: {_last_lines(log)}")
