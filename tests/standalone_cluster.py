@@ -13,18 +13,26 @@ spawned too, sent SIGTERM and then SIGKILL. A missing Java or a master that cann
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 START_TIMEOUT = 90.0  # seconds for the master and every worker to come up (2 loaded cores)
+REPO = Path(__file__).resolve().parents[1]
+OPERATIONS = REPO / "docs" / "operations.md"
+DOC_LANDING, DOC_LAKE = "/data/rocketmq/landing", "/data/rocketlens/lake"
+DOC_DRIVER_PYTHON = "/opt/rocketlens/venv/bin/python"
+DOC_MASTER = "--master yarn --deploy-mode client"
 
 
 class ClusterUnavailable(RuntimeError):
@@ -36,6 +44,7 @@ class Cluster:
     master_url: str  # spark://127.0.0.1:PORT
     ui_url: str  # the master's web UI, http://127.0.0.1:PORT (``/json/``: its state)
     workdir: Path
+    worker_pids: tuple[int, ...] = ()  # the workers' JVMs; their children are the executors
 
     def state(self) -> dict:
         with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=5) as reply:
@@ -130,7 +139,7 @@ def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: 
                   "--work-dir", str(workdir / f"work-{i}"), cluster.master_url)
         _wait(lambda: sum(w.get("state") == "ALIVE" for w in cluster.state()["workers"]) == workers,
               master, master_log, f"{workers} standalone workers")
-        yield cluster
+        yield dataclasses.replace(cluster, worker_pids=tuple(p.pid for p in procs[1:]))
     finally:
         _stop(procs)
 
@@ -149,3 +158,44 @@ def _wait(ready, proc: subprocess.Popen, log: Path, what: str) -> None:
                 return
         time.sleep(0.5)
     raise ClusterUnavailable(f"{what} not up after {START_TIMEOUT:.0f} s: {_last_lines(log)}")
+
+
+def documented_submit() -> str:
+    """The ``bash`` block of docs/operations.md's *spark-submit* section."""
+    section = OPERATIONS.read_text().split("## spark-submit", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    if len(blocks) != 1:
+        raise AssertionError("docs/operations.md's spark-submit section must hold one bash block")
+    return blocks[0]
+
+
+def submit_script(master: str, landing: Path, lake: Path, conf: Sequence[str] = ()) -> str:
+    """The documented block for this cluster, to run with bash from a folder that holds
+    ``dist/``: ``make dist`` left out (built before), the master (and ``--conf`` ``conf``, e.g.
+    the event log) put in place of YARN, this process's Python as the driver's venv (it has the
+    package), and the paths."""
+    script = documented_submit()
+    extra = "".join(f" --conf {c}" for c in conf)
+    for old, new in [("make dist\n", ""), (DOC_MASTER, f"--master {master} --deploy-mode client{extra}"),
+                     (DOC_DRIVER_PYTHON, sys.executable), (DOC_LANDING, str(landing)),
+                     (DOC_LAKE, str(lake))]:
+        if old not in script:
+            raise AssertionError(f"docs/operations.md's spark-submit block lacks {old!r}")
+        script = script.replace(old, new)
+    return script
+
+
+def executor_pids(cluster: Cluster) -> dict[str, int]:
+    """Executor id -> pid of the executor JVMs the cluster's workers run now."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent in cluster.worker_pids and b"--executor-id" in args:
+            found[args[args.index(b"--executor-id") + 1].decode()] = int(entry)
+    return found

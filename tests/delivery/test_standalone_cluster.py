@@ -31,45 +31,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.standalone_cluster import ClusterUnavailable, spark_home, standalone_cluster
+from tests.standalone_cluster import (
+    ClusterUnavailable,
+    spark_home,
+    standalone_cluster,
+    submit_script,
+)
 
 pytestmark = pytest.mark.spark_only
 
 REPO = Path(__file__).resolve().parents[2]
-OPERATIONS = REPO / "docs" / "operations.md"
-DOC_LANDING, DOC_LAKE = "/data/rocketmq/landing", "/data/rocketlens/lake"
-DOC_DRIVER_PYTHON = "/opt/rocketlens/venv/bin/python"
 IGNORED_COLUMNS = {"_run_id", "_ingested_at"}
 # a scan task's serialized result (its status and metrics) is about 4 kB on the sample day; a
 # partition of landing rows sent to the driver would be megabytes
 MAX_SCAN_RESULT_BYTES = 64 << 10
-
-
-def documented_submit() -> str:
-    """The ``bash`` block of docs/operations.md's *spark-submit* section."""
-    section = OPERATIONS.read_text().split("## spark-submit", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
-    assert len(blocks) == 1, "docs/operations.md's spark-submit section has one bash block"
-    return blocks[0]
-
-
-def submit_script(master: str, landing: Path, lake: Path, events: Path) -> str:
-    """The documented block for this cluster: ``make dist`` left out (done once before), the
-    master, the driver's Python (the test's venv, which has the package), the paths, and the
-    event log (uncompressed, one file) added."""
-    script = documented_submit()
-    assert "make dist\n" in script and "--master yarn --deploy-mode client" in script
-    for old, new in [
-            ("make dist\n", ""),
-            ("--master yarn --deploy-mode client",
-             f"--master {master} --deploy-mode client --conf spark.eventLog.enabled=true "
-             f"--conf spark.eventLog.dir=file://{events} --conf spark.eventLog.compress=false "
-             "--conf spark.eventLog.rolling.enabled=false"),
-            (DOC_DRIVER_PYTHON, sys.executable), (DOC_LANDING, str(landing)),
-            (DOC_LAKE, str(lake))]:
-        assert old in script, f"docs/operations.md's spark-submit block lacks {old!r}"
-        script = script.replace(old, new)
-    return script
 
 
 @pytest.fixture(scope="module")
@@ -91,16 +66,18 @@ def cluster_run(dist, sample_lake, tmp_path_factory):
     submit_dir.mkdir()
     events.mkdir()
     (submit_dir / "dist").symlink_to(dist)
-    script = submit_script("MASTER", sample_lake.parent / "landing", lake, events)
+    event_log = ["spark.eventLog.enabled=true", f"spark.eventLog.dir=file://{events}",
+                 "spark.eventLog.compress=false", "spark.eventLog.rolling.enabled=false"]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ROCKETLENS", "PYSPARK", "SPARK_"))}
     env["PATH"] = f"{spark_home() / 'bin'}:{env['PATH']}"  # spark-submit as on a Spark node
     env["PYTHONPATH"] = str(REPO)  # the driver runs this checkout (an editable install may not)
     try:
         with standalone_cluster(root / "cluster") as cluster:
-            proc = subprocess.run(["bash", "-euc", script.replace("MASTER", cluster.master_url)],
-                                  cwd=submit_dir, env=env, capture_output=True, text=True,
-                                  timeout=2400)
+            script = submit_script(cluster.master_url, sample_lake.parent / "landing", lake,
+                                   event_log)
+            proc = subprocess.run(["bash", "-euc", script], cwd=submit_dir, env=env,
+                                  capture_output=True, text=True, timeout=2400)
             workers = cluster.state()["workers"]
     except ClusterUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
