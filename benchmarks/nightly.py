@@ -12,10 +12,11 @@ and, for the engine ratio, Sail and classic Spark local[2] into the test-side Pa
 (``tests/lake_hooks.py``) — sampling the process tree's resident memory every 0.2 s — and
 classic Spark + Delta on a standalone cluster of two one-core workers on loopback, submitted as
 docs/operations.md says (``run_cluster``: ``make dist``'s packed venv, the Delta jars by
-``--packages``), with the peak memory of the driver and of each executor. Then replay on change vs naive per-snapshot replay on the Sail lake
-(``benchmarks.replay_day``). Prints one table and appends every figure as JSON to
-``<cache>/results.jsonl``. ``--repeat N`` runs each setup N times (each into an empty lake)
-and judges the median wall: one run says little on a shared VM (benchmarks/RESULTS.md).
+``--packages``), with the peak memory of the driver and of each executor. Then replay on
+change vs naive per-snapshot replay on the Sail lake (``benchmarks.replay_day``). Prints one
+table and appends every figure as JSON to ``<cache>/results.jsonl``. ``--repeat N`` runs each
+setup N times (each into an empty lake) and judges the median wall: one run says little on a
+shared VM (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
