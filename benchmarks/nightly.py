@@ -153,7 +153,13 @@ def run_cluster(landing: Path, lake_dir: Path, work: Path, executor_memory: str,
     Delta lake: wall seconds (the submit, from the JVM's start to its exit: the cluster is up
     before), the peak resident memory of the driver's process tree (spark-submit's JVM and the
     driver's Python) and of each executor's (its JVM and Python workers), the run's events."""
-    from tests.standalone_cluster import executor_pids, spark_home, standalone_cluster, submit_script
+    from tests.standalone_cluster import (
+        executor_pids,
+        spark_home,
+        standalone_cluster,
+        submit_script,
+        submitting,
+    )
 
     shutil.rmtree(lake_dir, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -166,12 +172,10 @@ def run_cluster(landing: Path, lake_dir: Path, work: Path, executor_memory: str,
     for key, value in (settings or {}).items():
         env["ROCKETLENS__" + key.upper().replace(".", "__")] = value
     driver_peak, executor_peaks = 0, {}
-    with standalone_cluster(work / "cluster", workers=2, cores=1, memory=executor_memory) as cluster:
-        script = submit_script(cluster.master_url, landing, lake_dir,
-                               [f"spark.executor.memory={executor_memory}", "spark.ui.enabled=false"])
-        started = time.perf_counter()
-        proc = subprocess.Popen(["bash", "-euc", script], cwd=submit_dir, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def _sampled(proc: subprocess.Popen, cluster) -> tuple[str, str]:
+        """The submit's output, sampling the driver's and each executor's tree RSS meanwhile."""
+        nonlocal driver_peak
         done = threading.Event()
 
         def sample() -> None:
@@ -183,10 +187,19 @@ def run_cluster(landing: Path, lake_dir: Path, work: Path, executor_memory: str,
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        stdout, stderr = proc.communicate()
+        try:
+            return proc.communicate()
+        finally:
+            done.set()
+            sampler.join()
+
+    with standalone_cluster(work / "cluster", workers=2, cores=1, memory=executor_memory) as cluster:
+        script = submit_script(cluster.master_url, landing, lake_dir,
+                               [f"spark.executor.memory={executor_memory}", "spark.ui.enabled=false"])
+        started = time.perf_counter()
+        with submitting(script, submit_dir, env) as proc:
+            stdout, stderr = _sampled(proc, cluster)
         wall = time.perf_counter() - started
-        done.set()
-        sampler.join()
     # PythonRunner merges the job's stderr into spark-submit's stdout
     events = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"ts"')]
     error = None

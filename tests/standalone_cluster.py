@@ -126,6 +126,7 @@ def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: 
         procs.append(proc)
         return proc, log
 
+    previous = _stop_on_sigterm()
     try:
         master, master_log = start("master", "org.apache.spark.deploy.master.Master",
                                    "--host", "127.0.0.1", "--port", str(port),
@@ -142,6 +143,26 @@ def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: 
         yield dataclasses.replace(cluster, worker_pids=tuple(p.pid for p in procs[1:]))
     finally:
         _stop(procs)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stop_on_sigterm() -> dict:
+    """SIGTERM and SIGHUP raise SystemExit while the cluster runs (in the main thread), so that a
+    killed test or benchmark still stops it: Python's default would exit without ``finally``.
+    Returns the handlers to put back."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        previous[signum] = signal.signal(signum, leave)
+    return previous
 
 
 def _wait(ready, proc: subprocess.Popen, log: Path, what: str) -> None:
@@ -199,3 +220,17 @@ def executor_pids(cluster: Cluster) -> dict[str, int]:
         if parent in cluster.worker_pids and b"--executor-id" in args:
             found[args[args.index(b"--executor-id") + 1].decode()] = int(entry)
     return found
+
+
+@contextlib.contextmanager
+def submitting(script: str, cwd: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """``bash -euc script`` (a spark-submit) in a process group of its own, output piped; the
+    group (bash, spark-submit's JVM, the driver's Python) is killed on leaving if still there."""
+    proc = subprocess.Popen(["bash", "-euc", script], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()

@@ -36,6 +36,7 @@ from tests.standalone_cluster import (
     spark_home,
     standalone_cluster,
     submit_script,
+    submitting,
 )
 
 pytestmark = pytest.mark.spark_only
@@ -76,8 +77,9 @@ def cluster_run(dist, sample_lake, tmp_path_factory):
         with standalone_cluster(root / "cluster") as cluster:
             script = submit_script(cluster.master_url, sample_lake.parent / "landing", lake,
                                    event_log)
-            proc = subprocess.run(["bash", "-euc", script], cwd=submit_dir, env=env,
-                                  capture_output=True, text=True, timeout=2400)
+            with submitting(script, submit_dir, env) as submit:
+                out, err = submit.communicate(timeout=2400)
+            proc = subprocess.CompletedProcess(submit.args, submit.returncode, out, err)
             workers = cluster.state()["workers"]
     except ClusterUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
