@@ -154,6 +154,7 @@ def run_cluster(landing: Path, lake_dir: Path, work: Path, executor_memory: str,
     before), the peak resident memory of the driver's process tree (spark-submit's JVM and the
     driver's Python) and of each executor's (its JVM and Python workers), the run's events."""
     from tests.standalone_cluster import (
+        ClusterUnavailable,
         executor_pids,
         spark_home,
         standalone_cluster,
@@ -193,13 +194,19 @@ def run_cluster(landing: Path, lake_dir: Path, work: Path, executor_memory: str,
             done.set()
             sampler.join()
 
-    with standalone_cluster(work / "cluster", workers=2, cores=1, memory=executor_memory) as cluster:
-        script = submit_script(cluster.master_url, landing, lake_dir,
-                               [f"spark.executor.memory={executor_memory}", "spark.ui.enabled=false"])
-        started = time.perf_counter()
-        with submitting(script, submit_dir, env) as proc:
-            stdout, stderr = _sampled(proc, cluster)
-        wall = time.perf_counter() - started
+    try:
+        with standalone_cluster(work / "cluster", workers=2, cores=1,
+                                memory=executor_memory) as cluster:
+            script = submit_script(cluster.master_url, landing, lake_dir,
+                                   [f"spark.executor.memory={executor_memory}",
+                                    "spark.ui.enabled=false"])
+            started = time.perf_counter()
+            with submitting(script, submit_dir, env) as proc:
+                stdout, stderr = _sampled(proc, cluster)
+            wall = time.perf_counter() - started
+    except ClusterUnavailable as exc:
+        return {"wall": 0.0, "peak_rss": 0, "driver_peak": 0, "executor_peaks": {}, "events": [],
+                "error": str(exc)}
     # PythonRunner merges the job's stderr into spark-submit's stdout
     events = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"ts"')]
     error = None

@@ -112,8 +112,9 @@ def standalone_cluster(workdir: Path, workers: int = 2, cores: int = 1, memory: 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK"))}
     env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(workdir),
                SPARK_WORKER_DIR=str(workdir / "work"),
-               # Spark retries the next ports when one is taken; fail instead (one clear line)
-               SPARK_MASTER_OPTS="-Dspark.port.maxRetries=0")
+               # Spark retries the next ports when one is taken; fail instead (one clear line).
+               # No REST submission server: its fixed port 6066 would clash with another cluster
+               SPARK_MASTER_OPTS="-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false")
     spark_class = str(home / "bin" / "spark-class")
     procs: list[subprocess.Popen] = []
 
