@@ -1,18 +1,22 @@
 """The nightly pipeline benchmark behind ``make bench`` (never part of ``make test``).
 
-``python -m benchmarks [--scales S,M,L] [--engines sail,spark] [--cache DIR] [--replay-hours H]
-[--sail-memory-pool-mib N] [--setting section.key=value ...] [--reuse-floor] [--repeat N]``
+``python -m benchmarks [--scales S,M,L] [--engines sail,spark,cluster] [--cache DIR]
+[--replay-hours H] [--sail-memory-pool-mib N] [--executor-memory 2g]
+[--setting section.key=value ...] [--reuse-floor] [--repeat N]``
 
 Per scale: simulates the ``sample`` scenario day once (cached under ``--cache``, default
 ``$ROCKETLENS_BENCH_CACHE`` or ``~/.cache/rocketlens-bench``, outside the repo), measures the
 raw-read floor (``benchmarks.raw_floor``: pyarrow reading the same files), then runs
 ``rocketlens run`` in a subprocess per engine — Sail into a Delta lake (the default setup),
 and, for the engine ratio, Sail and classic Spark local[2] into the test-side Parquet lake
-(``tests/lake_hooks.py``; Delta jars cannot be fetched for classic Spark here) — sampling the process tree's resident
-memory every 0.2 s. Then replay on change vs naive per-snapshot replay on the Sail lake
-(``benchmarks.replay_day``). Prints one table and appends every figure as JSON to
-``<cache>/results.jsonl``. ``--repeat N`` runs each setup N times (each into an empty lake)
-and judges the median wall: one run says little on a shared VM (benchmarks/RESULTS.md).
+(``tests/lake_hooks.py``) — sampling the process tree's resident memory every 0.2 s — and
+classic Spark + Delta on a standalone cluster of two one-core workers on loopback, submitted as
+docs/operations.md says (``run_cluster``: ``make dist``'s packed venv, the Delta jars by
+``--packages``), with the peak memory of the driver and of each executor. Then replay on
+change vs naive per-snapshot replay on the Sail lake (``benchmarks.replay_day``). Prints one
+table and appends every figure as JSON to ``<cache>/results.jsonl``. ``--repeat N`` runs each
+setup N times (each into an empty lake) and judges the median wall: one run says little on a
+shared VM (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -131,6 +135,90 @@ def run_pipeline(landing: Path, lake_dir: Path, engine: str, lake_format: str,
     return {"wall": wall, "peak_rss": peak, "events": events, "error": error}
 
 
+def ensure_dist() -> Path:
+    """``make dist``'s folder (the packed venv the cluster's executors run), built if missing."""
+    dist = REPO / "dist"
+    if not (dist / "rocketlens-venv.tar.gz").exists():
+        print("building dist/ (make dist) for the standalone cluster …", flush=True)
+        subprocess.run(["make", "-o", ".venv/.installed", "dist", f"BIN={Path(sys.executable).parent}"],
+                       cwd=REPO, check=True, capture_output=True)
+    return dist
+
+
+def run_cluster(landing: Path, lake_dir: Path, work: Path, executor_memory: str,
+                settings: dict[str, str] | None = None) -> dict:
+    """``rocketlens run`` submitted, as docs/operations.md's spark-submit block says (Delta jars
+    by ``--packages``, the packed venv by ``--archives``), to a standalone cluster of two workers
+    of one core and ``executor_memory`` each on loopback (``tests/standalone_cluster.py``), into a
+    Delta lake: wall seconds (the submit, from the JVM's start to its exit: the cluster is up
+    before), the peak resident memory of the driver's process tree (spark-submit's JVM and the
+    driver's Python) and of each executor's (its JVM and Python workers), the run's events."""
+    from tests.standalone_cluster import (
+        ClusterUnavailable,
+        executor_pids,
+        spark_home,
+        standalone_cluster,
+        submit_script,
+        submitting,
+    )
+
+    shutil.rmtree(lake_dir, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+    submit_dir = work / "submit"
+    submit_dir.mkdir(parents=True)
+    (submit_dir / "dist").symlink_to(ensure_dist())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROCKETLENS", "PYSPARK", "SPARK_"))}
+    env["PATH"] = f"{spark_home() / 'bin'}:{env['PATH']}"
+    env["PYTHONPATH"] = str(REPO)  # the driver runs this checkout
+    for key, value in (settings or {}).items():
+        env["ROCKETLENS__" + key.upper().replace(".", "__")] = value
+    driver_peak, executor_peaks = 0, {}
+
+    def _sampled(proc: subprocess.Popen, cluster) -> tuple[str, str]:
+        """The submit's output, sampling the driver's and each executor's tree RSS meanwhile."""
+        nonlocal driver_peak
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal driver_peak
+            while not done.wait(0.5):
+                driver_peak = max(driver_peak, _tree_rss_bytes(proc.pid))
+                for eid, pid in executor_pids(cluster).items():
+                    executor_peaks[eid] = max(executor_peaks.get(eid, 0), _tree_rss_bytes(pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            return proc.communicate()
+        finally:
+            done.set()
+            sampler.join()
+
+    try:
+        with standalone_cluster(work / "cluster", workers=2, cores=1,
+                                memory=executor_memory) as cluster:
+            script = submit_script(cluster.master_url, landing, lake_dir,
+                                   [f"spark.executor.memory={executor_memory}",
+                                    "spark.ui.enabled=false"])
+            started = time.perf_counter()
+            with submitting(script, submit_dir, env) as proc:
+                stdout, stderr = _sampled(proc, cluster)
+            wall = time.perf_counter() - started
+    except ClusterUnavailable as exc:
+        return {"wall": 0.0, "peak_rss": 0, "driver_peak": 0, "executor_peaks": {}, "events": [],
+                "error": str(exc)}
+    # PythonRunner merges the job's stderr into spark-submit's stdout
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"ts"')]
+    error = None
+    if proc.returncode not in (0, 3):  # 3: findings at or above --fail-on, the run succeeded
+        last = events[-1].get("event", "") if events else ""
+        tail = (stdout.strip().splitlines() or stderr.strip().splitlines() or [""])[-1][-300:]
+        error = f"exit {proc.returncode} after {wall:.0f} s at {last!r}: {tail}"
+    return {"wall": wall, "peak_rss": driver_peak + sum(executor_peaks.values()),
+            "driver_peak": driver_peak, "executor_peaks": executor_peaks, "events": events,
+            "error": error}
+
+
 def parse_seconds(events: list[dict]) -> dict[str, float]:
     """Seconds spent parsing each source: from its ``parsing`` event to the next event."""
     out = {}
@@ -218,6 +306,14 @@ def _of_runs(runs: list[dict], median: dict) -> str:
             f" (median of {len(walls)} runs: {', '.join(f'{w:.1f}' for w in walls)} s)")
 
 
+def _cluster_peaks(run: dict) -> str:
+    """`` (driver a GiB, executors 0: b, 1: c GiB)`` for a cluster run, else ``""``."""
+    if "executor_peaks" not in run:
+        return ""
+    per = ", ".join(f"{eid}: {peak / 2**30:.2f}" for eid, peak in sorted(run["executor_peaks"].items()))
+    return f" (driver {run['driver_peak'] / 2**30:.2f} GiB, executors {per} GiB; peak = their sum)"
+
+
 def _mark(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -225,8 +321,12 @@ def _mark(ok: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scales", default="S,M", help="comma list of S, M, L (default S,M)")
-    parser.add_argument("--engines", default="sail,spark",
-                        help="sail (Delta and Parquet lake) and/or spark (Parquet lake)")
+    parser.add_argument("--engines", default="sail,spark,cluster",
+                        help="sail (Delta and Parquet lake), spark (local[2], Parquet lake) "
+                             "and/or cluster (a standalone cluster of two one-core workers, "
+                             "Delta lake, submitted as docs/operations.md says)")
+    parser.add_argument("--executor-memory", default="2g",
+                        help="the cluster's executor (and worker) memory, e.g. 2g (default)")
     parser.add_argument("--formats", default="delta,parquet",
                         help="lake formats for Sail: delta (the real setup) and/or parquet "
                              "(the engine comparison); classic Spark always uses parquet")
@@ -280,11 +380,14 @@ def main() -> None:
         scale_runs: list[dict] = []
         formats = [f.strip() for f in args.formats.split(",") if f.strip()]
         setups = ([("sail", f) for f in formats] if "sail" in engines else []) + \
-                 ([("spark", "parquet")] if "spark" in engines else [])
+                 ([("spark", "parquet")] if "spark" in engines else []) + \
+                 ([("cluster", "delta")] if "cluster" in engines else [])
         for engine, fmt in [setup for setup in setups for _ in range(args.repeat)]:
             lake_dir = args.cache / scale / f"lake-{engine}-{fmt}"
-            result = run_pipeline(landing, lake_dir, engine, fmt, args.sail_memory_pool_mib,
-                                  settings)
+            result = (run_cluster(landing, lake_dir, args.cache / scale / "cluster-work",
+                                  args.executor_memory, settings) if engine == "cluster" else
+                      run_pipeline(landing, lake_dir, engine, fmt, args.sail_memory_pool_mib,
+                                   settings))
             per_source = {s: {"rows": truth["lines"].get(s, 0), "parse_seconds": sec}
                           for s, sec in parse_seconds(result["events"]).items()}
             run = {"scale": scale, "engine": engine, "format": fmt, "wall": result["wall"],
@@ -294,6 +397,9 @@ def main() -> None:
                    "staged": staged_seconds(result["events"]),
                    "error": result["error"], "sail_memory_pool_mib": args.sail_memory_pool_mib,
                    "settings": settings}
+            if engine == "cluster":
+                run.update(driver_peak=result["driver_peak"], executor_memory=args.executor_memory,
+                           executor_peaks=result["executor_peaks"])
             scale_runs.append(run)
             if run["error"]:
                 failed.append(f"{scale} {engine}/{fmt}: {run['error']}")
@@ -301,7 +407,7 @@ def main() -> None:
                 continue
             runs.append(run)
             print(f"[{scale}] {engine}/{fmt}: {run['wall']:.1f} s, peak "
-                  f"{run['peak_rss'] / 2**30:.2f} GiB", flush=True)
+                  f"{run['peak_rss'] / 2**30:.2f} GiB{_cluster_peaks(run)}", flush=True)
         if not reused and scale_runs:
             # measured again after the runs, which are judged against the mean of the floors
             # on either side of them: the floor moved 54-73 s between sessions on this machine
@@ -362,6 +468,12 @@ def main() -> None:
             ratio = spark_p["wall"] / sail_p["wall"]
             print(f"{scale}: classic Spark / Sail = {ratio:.2f}x "
                   f"(target >= {TARGET_ENGINE_RATIO:.0f}x: {_mark(ratio >= TARGET_ENGINE_RATIO)})")
+        cluster = by.get((scale, "cluster", "delta"))
+        if cluster:
+            versus = f", {cluster['wall'] / sail_d['wall']:.2f}x Sail/delta" if sail_d else ""
+            print(f"{scale}: standalone cluster (2 executors x 1 core, {cluster['executor_memory']}) "
+                  f"/ raw-read floor = {cluster['wall'] / cluster['floor']:.2f}x{versus}; peak "
+                  f"{_cluster_peaks(cluster).strip(' ()')}")
     for engine, fmt in {(r["engine"], r["format"]) for r in runs}:
         mine = [by[(s, engine, fmt)] for s in scales if (s, engine, fmt) in by]
         if len(mine) > 1:

@@ -1,6 +1,7 @@
 """The delivery files agree with the code: spark-defaults.conf, the Delta coordinates, the
 entry script."""
 
+import re
 import subprocess
 import sys
 from importlib.metadata import version
@@ -31,7 +32,9 @@ def test_operations_doc_dag_and_conf_name_the_delta_artifact_maven_central_serve
     assert package == "io.delta:delta-spark_4.2_2.13:4.4.0"
     assert version("delta-spark") == "4.4.1"
     for path in ("docs/operations.md", "conf/spark-defaults.conf", "airflow/dags/rocketlens_nightly.py"):
-        assert package in (REPO / path).read_text(), path
+        text = (REPO / path).read_text()
+        assert package in text, path
+        assert set(re.findall(r"io\.delta:delta-spark_[\w.]+:[\d.]*\d", text)) == {package}, path
 
 
 def test_entry_script_runs_the_cli_from_any_working_directory(tmp_path):
