@@ -1,6 +1,7 @@
 """The whole pipeline on classic Spark + Delta gives the gold tables Sail gives, row for row
-(docs/contract.md §1: one code path, two engines), on the sample day and on the mixed
-``real-cluster`` day. One engine per process: each run is ``rocketlens run`` in a subprocess,
+(docs/contract.md §1: one code path, two engines), on the mixed ``real-cluster`` day. (The sample
+day's classic + Delta run is the standalone cluster's, tests/delivery/test_standalone_cluster.py,
+compared there with the same Sail lake.) One engine per process: each run is ``rocketlens run`` in a subprocess,
 ``--engine spark`` for classic; this process's session (classic + Delta in the classic pass)
 only reads both lakes. Acceptance tier (``spark_only``: a classic run of a day takes minutes)."""
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jobs import lake
-from tests.conftest import SAMPLE_DAY, run_cli, shared_dir
+from tests.conftest import run_cli, shared_dir
 from tests.gold.test_real_clusters import WINDOW as MIXED_WINDOW
 
 pytestmark = pytest.mark.spark_only
@@ -57,12 +58,6 @@ def assert_same_gold(spark, sail_lake: Path, classic: Path) -> None:
     sail, other = gold_rows(spark, sail_lake), gold_rows(spark, classic)
     assert len(sail) >= 10 and sum(map(len, sail.values())) > 0
     assert differences(sail, other) == {}
-
-
-def test_the_sample_day_gives_the_same_gold_tables_on_classic_delta_and_sail(
-        spark, sample_lake, tmp_path_factory):
-    landing = sample_lake.parent / "landing"
-    assert_same_gold(spark, sample_lake, classic_lake(tmp_path_factory, "sample", landing, SAMPLE_DAY))
 
 
 def test_the_mixed_real_cluster_day_gives_the_same_gold_tables_on_classic_delta_and_sail(
