@@ -253,7 +253,7 @@ def start_collector(procs: Procs, lib: Path, root: Path, interval: int) -> None:
     groups = [c.group for c in C.CASES]
     logback = root / "rmqhome" / "conf" / "logback_collector.xml"
     # the product's command line (`rocketlens collect`, jobs/collect.py) with the harness's JVM options
-    argv = collector_argv(lib.parent / "collector" / "lib", NAMESRV, root / "landing", CLUSTER, groups, interval,
+    argv = collector_argv(lib.parent / "collector" / "lib", NAMESRV, root / "landing", CLUSTER, groups, interval * 1000,
                           stop_file=root / "collect.stop",
                           jvm_opts=[*SMALL, "-Xmx96m", "-Duser.timezone=UTC", procs.marker,
                                     f"-Dlogback.configurationFile={logback}",
