@@ -256,7 +256,7 @@ public final class Collect {
                 }
                 ms[3] += System.currentTimeMillis() - t1;
                 if (lastFailed) {   // the failure line is out; nothing landed this round
-                    if (round < rounds) next = waitFor(next + interval, stop);   // no wait after the last round
+                    if (round < rounds) next = waitFor(Math.min(next + interval, until), stop);   // none after the last round; none past --until
                     continue;
                 }
                 long wall = System.currentTimeMillis() - t0;
@@ -265,7 +265,7 @@ public final class Collect {
                     round, stamp, groups.length, nodes.size(), files, wall, ms[0], ms[1], ms[2], ms[4], extraRows, ms[3],
                     (double) (wall - ms[3]) / Math.max(1, groups.length));
                 stdout.flush();
-                if (round < rounds) next = waitFor(next + interval, stop);   // no wait after the last round
+                if (round < rounds) next = waitFor(Math.min(next + interval, until), stop);   // none after the last round; none past --until
             }
         } finally {
             admin.shutdown();
