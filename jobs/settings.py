@@ -198,6 +198,22 @@ class NotifySettings(_Section):
     min_severity: Literal["INFO", "WARN", "CRITICAL"] = "WARN"
 
 
+class CollectSettings(_Section):
+    """``rocketlens collect``'s ACL credentials (DESIGN.md §1): the RocketMQ ``accessKey`` /
+    ``secretKey`` the admin requests are signed with (the brokers' ``aclEnable``); both empty =
+    no ACL. Prefer the env vars ``ROCKETLENS__COLLECT__ACCESS_KEY`` / ``…__SECRET_KEY`` or a
+    ``--conf`` file readable by the collector only; the values are never printed (see
+    ``SECRET_SETTINGS``)."""
+
+    access_key: str = Field("", repr=False)
+    secret_key: str = Field("", repr=False)
+
+
+# (section, key) of settings that are secrets: an env var's text is taken as it is (never parsed
+# as a TOML scalar, so a numeric secret stays a string) and an error never shows the value
+SECRET_SETTINGS = {("collect", "access_key"), ("collect", "secret_key")}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -215,6 +231,7 @@ class Settings(BaseSettings):
     forecast: ForecastSettings = ForecastSettings()
     retention: RetentionSettings = RetentionSettings()
     notify: NotifySettings = NotifySettings()
+    collect: CollectSettings = CollectSettings()
 
 
 
@@ -255,7 +272,7 @@ class _TypedEnvSource(PydanticBaseSettingsSource):
                     f"invalid setting env var {name}: expected {ENV_PREFIX}SECTION__KEY"
                 )
             try:
-                value = tomllib.loads(f"v = {raw}")["v"]
+                value = raw if tuple(parts) in SECRET_SETTINGS else tomllib.loads(f"v = {raw}")["v"]
             except tomllib.TOMLDecodeError:
                 value = raw
             out.setdefault(parts[0], {})[parts[1]] = value
@@ -267,8 +284,8 @@ def _format_error(exc: ValidationError, sources: str) -> str:
     key = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         return f"unknown setting '{key}' (from {sources}); see conf/base.toml for the valid keys"
-    value = err.get("input")
-    return f"invalid setting '{key}' = {value!r}: {err['msg']} (from {sources})"
+    value = "<hidden>" if tuple(str(p) for p in err["loc"][:2]) in SECRET_SETTINGS else repr(err.get("input"))
+    return f"invalid setting '{key}' = {value}: {err['msg']} (from {sources})"
 
 
 def load_settings(conf_file: str | Path | None = None, env: str | None = None,

@@ -174,6 +174,8 @@ def run_day(root: Path, lib: Path, seconds: int, interval: int, no_run: bool) ->
         metrics["stop_s"] = round(time.monotonic() - t0, 1)
         metrics["collect_rounds"] = _collector_rounds(root)
         (root / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    metrics["collected"] = check_collected(root)
+    log(f"collected: {metrics['collected']}")
     land_client_logs(root, day)
     log(f"cluster phase {time.monotonic() - t_all:.0f}s, stop {metrics['stop_s']}s; landing {root / 'landing'}")
     if no_run:
@@ -253,14 +255,16 @@ def start_collector(procs: Procs, lib: Path, root: Path, interval: int) -> None:
     groups = [c.group for c in C.CASES]
     logback = root / "rmqhome" / "conf" / "logback_collector.xml"
     # the product's command line (`rocketlens collect`, jobs/collect.py) with the harness's JVM options
-    argv = collector_argv(lib.parent / "collector" / "lib", NAMESRV, root / "landing", CLUSTER, groups, interval,
+    argv = collector_argv(lib.parent / "collector" / "lib", NAMESRV, root / "landing", CLUSTER, groups, interval * 1000,
                           stop_file=root / "collect.stop",
                           jvm_opts=[*SMALL, "-Xmx96m", "-Duser.timezone=UTC", procs.marker,
                                     f"-Dlogback.configurationFile={logback}",
                                     f"-Duser.home={root / 'collector'}"])
     argv += ["--routes", str(root / "routes"), "--topics", ",".join(C.topics_of())]
     (root / "collector").mkdir(exist_ok=True)
-    procs.spawn("collector", argv, cwd=root / "collector")
+    # ACL credentials as `rocketlens collect` hands them over (its env, never argv): this cluster runs without
+    # aclEnable, so the brokers ignore the signature; check_no_secret then looks for them in what was written
+    procs.spawn("collector", argv, cwd=root / "collector", env={**os.environ, **ACL_ENV})
     log(f"collector started: {len(C.CASES)} groups every {interval}s")
 
 
@@ -283,6 +287,34 @@ def _harness_truth(root: Path, ev: str, **kv: object) -> None:
     """What the harness itself did, beside the clients' truth (truth/harness.jsonl)."""
     with open(root / "truth" / "harness.jsonl", "a") as f:
         f.write(json.dumps({"ev": ev, "ts": int(time.time() * 1000), "role": "harness", **kv}) + "\n")
+
+
+ACL_ENV = {"ROCKETLENS_COLLECT_ACCESS_KEY": "rl-harness-ak-7c1", "ROCKETLENS_COLLECT_SECRET_KEY": "rl-harness-sk-93d0f"}
+
+
+def check_collected(root: Path) -> dict:
+    """What DESIGN.md §1 asks of the collector that the cases do not check: neither ACL credential
+    in any landed file or in the collector's output, every landed file whole (no temp file left),
+    and every JSON Lines offsets row it wrote with ``broker_id`` and ``min_offset``."""
+    leaks, temps, rows, without = [], [], 0, 0
+    for f in sorted((root / "landing").rglob("*")):
+        if not f.is_file():
+            continue
+        if f.name.startswith("."):
+            temps.append(str(f))
+        text = f.read_text(errors="replace")
+        leaks += [f"{f}: {k}" for k, v in ACL_ENV.items() if v in text]
+        if f.name.endswith(".unlisted.jsonl"):
+            for ln in text.splitlines():
+                rows += 1
+                without += not {"broker_id", "min_offset"} <= json.loads(ln).keys()
+    out = root / "collector.out"
+    if out.exists():
+        leaks += [f"{out}: {k}" for k, v in ACL_ENV.items() if v in out.read_text(errors="replace")]
+    if leaks or temps or without:
+        raise HarnessError(f"collector: credentials in {leaks[:3]}, temp files {temps[:3]}, "
+                           f"{without} of {rows} JSON Lines offsets rows without broker_id/min_offset")
+    return {"unlisted_rows": rows, "acl_leaks": 0, "temp_files": 0}
 
 
 def _collector_rounds(root: Path) -> list[str]:

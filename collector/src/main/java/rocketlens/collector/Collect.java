@@ -18,6 +18,12 @@ import java.util.TreeSet;
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.PosixParser;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
+import org.apache.rocketmq.remoting.RPCHook;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
@@ -57,9 +63,13 @@ import org.apache.rocketmq.tools.command.topic.TopicRouteSubCommand;
  * Those land as JSON Lines records (docs/contract.md §3.1) in offsets/.../group=G/STAMP.unlisted.jsonl
  * with the round's ts. A group whose queues are all listed costs only the route look-ups.
  *
- * --namesrv HOST:PORT[;HOST:PORT] --landing DIR [--cluster NAME] [--groups G1,G2 (default: every
- * subscription group of the masters, system groups left out, re-read each round)] [--interval-s 60]
- * [--rounds N] [--stop-file F] [--routes DIR --topics T1,T2 (topicRoute JSON per round, outside the landing)].
+ * --namesrv HOST:PORT[;HOST:PORT] --landing DIR [--cluster NAME] [--groups G1,GLOB* (names or globs * ? [..];
+ * default: every subscription group of the masters, system groups left out, re-read each round; a glob is
+ * matched against that list each round)] [--interval-ms 60000 | --interval-s 60] [--rounds N | --until-ms EPOCH]
+ * [--stop-file F] [--routes DIR --topics T1,T2 (topicRoute JSON per round, outside the landing)].
+ * ACL: the env vars ROCKETLENS_COLLECT_ACCESS_KEY / ROCKETLENS_COLLECT_SECRET_KEY (never argv) sign every
+ * admin request (AclClientRPCHook); both values are masked in everything landed or printed (redact).
+ * Every file lands as a hidden temp file in its folder, then is renamed (land): a reader never sees half a file.
  * A line per round on stdout says what it cost; exit 1 when the last round reached no broker.
  */
 public final class Collect {
@@ -78,15 +88,28 @@ public final class Collect {
         Path landing = Path.of(a.get("landing"));
         Path routes = a.containsKey("routes") ? Path.of(a.get("routes")) : null;
         String cluster = a.getOrDefault("cluster", "DefaultCluster");
-        String[] fixedGroups = a.getOrDefault("groups", "").isEmpty() ? null : a.get("groups").split(",");
+        List<String> patterns = a.getOrDefault("groups", "").isEmpty() ? List.of() : List.of(a.get("groups").split(","));
+        boolean anyGlob = patterns.stream().anyMatch(Collect::isGlob);
+        String[] fixedGroups = patterns.isEmpty() || anyGlob ? null : patterns.toArray(new String[0]);
         String[] topics = a.getOrDefault("topics", "").isEmpty() ? new String[0] : a.get("topics").split(",");
-        long interval = Long.parseLong(a.getOrDefault("interval-s", "60")) * 1000;
+        long interval = a.containsKey("interval-ms") ? Long.parseLong(a.get("interval-ms"))
+            : Long.parseLong(a.getOrDefault("interval-s", "60")) * 1000;
         int rounds = Integer.parseInt(a.getOrDefault("rounds", String.valueOf(Integer.MAX_VALUE)));
+        long until = Long.parseLong(a.getOrDefault("until-ms", String.valueOf(Long.MAX_VALUE)));
+        String ak = System.getenv("ROCKETLENS_COLLECT_ACCESS_KEY");
+        String sk = System.getenv("ROCKETLENS_COLLECT_SECRET_KEY");
+        RPCHook hook = null;
+        if (ak != null && !ak.isEmpty() && sk != null && !sk.isEmpty()) {
+            hook = new AclClientRPCHook(new SessionCredentials(ak, sk));
+            SECRETS.add(ak);
+            SECRETS.add(sk);
+        }
         Path stop = a.containsKey("stop-file") ? Path.of(a.get("stop-file")) : null;
         boolean lastFailed = false;
         PrintStream stdout = System.out;
 
-        DefaultMQAdminExt admin = new DefaultMQAdminExt(5000);
+        DefaultMQAdminExt admin = hook == null ? new DefaultMQAdminExt(5000) : new DefaultMQAdminExt(hook, 5000);
+        HOOK = hook;
         admin.setNamesrvAddr(ns);
         admin.setInstanceName("rocketlens-collect-" + ProcessHandle.current().pid());
         admin.start();
@@ -96,6 +119,7 @@ public final class Collect {
             long next = System.currentTimeMillis();
             for (int round = 1; round <= rounds; round++) {
                 if (stop != null && Files.exists(stop)) break;
+                if (System.currentTimeMillis() >= until) break;   // --until: no round starts at or after it
                 long t0 = System.currentTimeMillis();
                 Instant now = Instant.ofEpochMilli(t0);
                 String stamp = STAMP.format(now);
@@ -118,11 +142,11 @@ public final class Collect {
                         if (master != null) masters.add(master);
                     }
                 } catch (Exception e) {
-                    stdout.println("round " + round + " " + stamp + " failed: cannot list the brokers through the name server "
-                        + ns + ": " + firstLine(e) + " (check --namesrv and that the name server runs)");
+                    stdout.println(redact("round " + round + " " + stamp + " failed: cannot list the brokers through the name server "
+                        + ns + ": " + firstLine(e) + " (check --namesrv and that the name server runs)"));
                 }
                 lastFailed = nodes.isEmpty();
-                String[] groups = fixedGroups != null ? fixedGroups : discoverGroups(admin, masters, stdout);
+                String[] groups = fixedGroups != null ? fixedGroups : select(discoverGroups(admin, masters, stdout), patterns);
                 ms[1] += System.currentTimeMillis() - c0;
 
                 for (String g : lastFailed ? new String[0] : groups) {
@@ -188,6 +212,7 @@ public final class Collect {
                                 if (node == null) continue;
                                 MessageQueue mq = new MessageQueue(t, qd.getBrokerName(), i);
                                 long brokerOffset, consumerOffset;
+                                String minOffset;   // null when the broker does not answer: unknown, never 0
                                 try {
                                     brokerOffset = api.getMaxOffset(node.getValue(), mq, 5000);
                                     QueryConsumerOffsetRequestHeader h = new QueryConsumerOffsetRequestHeader();
@@ -204,10 +229,16 @@ public final class Collect {
                                     stdout.println("collect: " + g + " offsets of " + mq + ": " + firstLine(e));
                                     continue;
                                 }
+                                try {
+                                    minOffset = String.valueOf(api.getMinOffset(node.getValue(), mq, 5000));
+                                } catch (Exception e) {
+                                    stdout.println("collect: " + g + " min offset of " + mq + ": " + firstLine(e));
+                                    minOffset = "null";
+                                }
                                 extra.append(String.format("{\"ts\":%d,\"cluster\":\"%s\",\"group\":\"%s\",\"topic\":\"%s\","
                                         + "\"broker_name\":\"%s\",\"queue_id\":%d,\"broker_offset\":%d,\"consumer_offset\":%d,"
-                                        + "\"broker_id\":%d}%n", tsMs, cluster, g, t, qd.getBrokerName(), i, brokerOffset,
-                                    consumerOffset, node.getKey()));
+                                        + "\"broker_id\":%d,\"min_offset\":%s}%n", tsMs, cluster, g, t, qd.getBrokerName(), i,
+                                    brokerOffset, consumerOffset, node.getKey(), minOffset));
                                 extraRows++;
                             }
                         }
@@ -225,7 +256,7 @@ public final class Collect {
                 }
                 ms[3] += System.currentTimeMillis() - t1;
                 if (lastFailed) {   // the failure line is out; nothing landed this round
-                    if (round < rounds) next = waitFor(next + interval, stop);   // no wait after the last round
+                    if (round < rounds) next = waitFor(Math.min(next + interval, until), stop);   // none after the last round; none past --until
                     continue;
                 }
                 long wall = System.currentTimeMillis() - t0;
@@ -234,7 +265,7 @@ public final class Collect {
                     round, stamp, groups.length, nodes.size(), files, wall, ms[0], ms[1], ms[2], ms[4], extraRows, ms[3],
                     (double) (wall - ms[3]) / Math.max(1, groups.length));
                 stdout.flush();
-                if (round < rounds) next = waitFor(next + interval, stop);   // no wait after the last round
+                if (round < rounds) next = waitFor(Math.min(next + interval, until), stop);   // none after the last round; none past --until
             }
         } finally {
             admin.shutdown();
@@ -280,7 +311,7 @@ public final class Collect {
             System.setOut(ps);
             Options options = ServerUtil.buildCommandlineOptions(new Options());
             CommandLine cl = ServerUtil.parseCmdLine("mqadmin " + name, args, cmd.buildCommandlineOptions(options), new PosixParser());
-            cmd.execute(cl, options, null);
+            cmd.execute(cl, options, HOOK);
         } catch (Throwable e) {
             StringWriter sw = new StringWriter();
             e.printStackTrace(new PrintWriter(sw));
@@ -312,14 +343,62 @@ public final class Collect {
         return out;
     }
 
+    /** Writes ``text`` (ACL credentials masked) to ``dir/file`` atomically: a hidden temp file in the same
+     *  folder (readers skip names starting with a dot), then one rename; a reader sees no file or the whole. */
     static void land(Path dir, String file, String text) throws Exception {
         Files.createDirectories(dir);
         Path tmp = dir.resolve("." + file + ".tmp");
-        Files.writeString(tmp, text, StandardCharsets.UTF_8);
+        Files.writeString(tmp, redact(text), StandardCharsets.UTF_8);
         Files.move(tmp, dir.resolve(file), StandardCopyOption.ATOMIC_MOVE);
     }
 
     static String firstLine(Throwable e) {
-        return String.valueOf(e).split("\n")[0];
+        return redact(String.valueOf(e).split("\n")[0]);
+    }
+
+    /** The ACL hook the admin and mqadmin's sub commands sign with (null = no ACL) and the values to mask. */
+    static RPCHook HOOK;
+    static final List<String> SECRETS = new ArrayList<>();
+
+    /** ``text`` with every ACL credential replaced by ``***`` (a broker's ACL error may echo the access key). */
+    static String redact(String text) {
+        for (String secret : SECRETS) text = text.replace(secret, "***");
+        return text;
+    }
+
+    static boolean isGlob(String pattern) {
+        return pattern.indexOf('*') >= 0 || pattern.indexOf('?') >= 0 || pattern.indexOf('[') >= 0;
+    }
+
+    /** A --groups glob as a regex, fnmatch's rules (jobs/collect.py): * any run, ? one sign, [abc] / [!abc]. */
+    static Pattern globRegex(String glob) {
+        StringBuilder re = new StringBuilder();
+        for (int i = 0; i < glob.length(); i++) {
+            char c = glob.charAt(i);
+            if (c == '*') re.append(".*");
+            else if (c == '?') re.append('.');
+            else if (c == '[' && glob.indexOf(']', i + 1) > i + 1) {   // names hold no \\ ^ [ ]: the set is safe as is
+                int end = glob.indexOf(']', i + 1);
+                String set = glob.substring(i + 1, end);
+                re.append('[').append(set.startsWith("!") ? "^" + set.substring(1) : set).append(']');
+                i = end;
+            } else re.append(Pattern.quote(String.valueOf(c)));
+        }
+        return Pattern.compile(re.toString());
+    }
+
+    /** The discovered groups some pattern matches (a glob, or a name equal to it), plus every plain name given
+     *  (a name is collected even when the masters do not list it: it answers "not online" as mqadmin does). */
+    static String[] select(String[] discovered, List<String> patterns) {
+        if (patterns.isEmpty()) return discovered;
+        TreeSet<String> out = new TreeSet<>();
+        List<Pattern> globs = new ArrayList<>();
+        for (String p : patterns) {
+            if (isGlob(p)) globs.add(globRegex(p));
+            else out.add(p);
+        }
+        for (String g : discovered)
+            if (globs.stream().anyMatch(re -> re.matcher(g).matches())) out.add(g);
+        return out.toArray(new String[0]);
     }
 }
