@@ -81,14 +81,14 @@ def test_report_renders_its_plots_in_headless_chromium(report, tmp_path):
     out, _ = report
     dom = _chromium(out, tmp_path, "--dump-dom").stdout
     page = out.read_text()
-    figures = page.count('id="heatmap-') + page.count('id="timeline-') + page.count('id="load-')
+    figures = len(re.findall(r'id="(?:heatmap|timeline|load|backlog)-\d', page))
     assert dom.count('<figure class="plot"') == figures
     assert dom.count("<svg") >= figures and "<image" in dom  # heatmaps are raster cells
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
-    _chromium(out, tmp_path, f"--screenshot={shot}", "--window-size=1400,6000")
+    _chromium(out, tmp_path, f"--screenshot={shot}", "--window-size=1400,10000")
     assert shot.exists() and shot.stat().st_size > 50_000
     # a legend swatch is ~200 px: only drawn cells reach these counts
     assert _colour_pixels(shot, STATE_COLOURS[1]) > 20_000  # owned cells

@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs import lake as lake_mod
+from jobs.report.plots import pyplot, svg_figure, utc, utc_time_axis
 
 MAX_BACKLOG_PLOTS = 10
 MAX_POINTS = 300
@@ -54,11 +55,9 @@ def _series(spark: SparkSession, lake: Path, day: dt.date, keys: list[tuple]) ->
 
 
 def _figure(row: dict, points: list, cleared_lag: int):
-    from jobs.report.build import _pyplot, _utc, _utc_time_axis
-
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 2.8))
-    ax.plot([_utc(t) for t, _ in points], [v for _, v in points], color="#1f77b4", lw=1.2,
+    ax.plot([utc(t) for t, _ in points], [v for _, v in points], color="#1f77b4", lw=1.2,
             label="backlog (msgs, all queues)")
     as_of, backlog = row["as_of"], row["backlog"]
     net = (row["drain_rate"] or 0.0) - (row["arrival_rate"] or 0.0)
@@ -69,16 +68,16 @@ def _figure(row: dict, points: list, cleared_lag: int):
         end = as_of + max(dt.timedelta(hours=6), as_of - points[0][0])
         value = max(0.0, backlog - net * (end - as_of).total_seconds())
         label = f"forecast: {(row['no_clear_reason'] or 'no clear').lower()}"
-    ax.plot([_utc(as_of), _utc(end)], [backlog, value], color="#1f77b4", ls="--", lw=1.2,
+    ax.plot([utc(as_of), utc(end)], [backlog, value], color="#1f77b4", ls="--", lw=1.2,
             label=label)
     if row["loss_at"] is not None and row["loss_at"] <= end + dt.timedelta(hours=6):
-        ax.axvline(_utc(row["loss_at"]), color="#7b3294", ls=":", lw=1.4,
+        ax.axvline(utc(row["loss_at"]), color="#7b3294", ls=":", lw=1.4,
                    label=f"loss horizon {row['loss_at']:%Y-%m-%d %H:%M} UTC")
     ax.set_ylabel("backlog (msgs)")
     ax.set_ylim(bottom=0)
     ax.set_title(f"{row['group']} · {row['topic']} ({row['cluster']}): deciding "
                  f"{row['deciding_queue']}", fontsize=10, loc="left")
-    _utc_time_axis(ax)
+    utc_time_axis(ax)
     ax.legend(loc="best", fontsize=7, frameon=False)
     return fig
 
@@ -123,8 +122,6 @@ def _accuracy(rows: list[dict]) -> str:
 def backlog_section(spark: SparkSession, lake: Path, day: dt.date, cleared_lag: int = 100
                     ) -> tuple[list[str], int]:
     """The section's HTML parts and the number of plots drawn."""
-    from jobs.report.build import _svg
-
     parts = ["<h2>Backlog: when it clears, when it is lost (gold.backlog_forecast)</h2>"]
     topics = _rows(spark, lake, "backlog_forecast", day, "queue_id IS NULL")
     if topics is None:
@@ -145,7 +142,7 @@ def backlog_section(spark: SparkSession, lake: Path, day: dt.date, cleared_lag: 
         points = series.get((row["cluster"], row["group"], row["topic"]))
         if points:
             title = f"backlog forecast · {row['group']} · {row['topic']}"
-            parts.append(_svg(_figure(row, points, cleared_lag), f"backlog-{i}", title))
+            parts.append(svg_figure(_figure(row, points, cleared_lag), f"backlog-{i}", title))
             plots += 1
     accuracy = _rows(spark, lake, "forecast_accuracy", day)
     if accuracy:

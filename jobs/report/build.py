@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from jobs import lake as lake_mod
 from jobs.report.backlog import backlog_section
+from jobs.report.plots import pyplot, svg_figure, utc, utc_time_axis
 
 MAX_POINTS = 300  # time buckets per timeline / heatmap column count
 MAX_FINDINGS = 40  # timelines drawn, most severe first; the rest are listed
@@ -224,7 +225,7 @@ def _queue_shares(spark, lake, day, topics: list[dict]) -> dict[tuple, list[dict
 def _load_figure(topic: dict, rows: list[dict]):
     """Per-queue share of the topic's messages per UTC hour, the even share dashed; the queue of a
     HOT_QUEUE in purple, the queues of a starved or lost broker dotted, their windows shaded."""
-    plt = _pyplot()
+    plt = pyplot()
     queues = sorted({(r["broker_name"], r["queue_id"]) for r in rows})
     even = 1.0 / len(queues)
     hot = {(f["broker_name"], f["queue_id"]) for f in topic["findings"] if f["finding"] == "HOT_QUEUE"}
@@ -260,50 +261,13 @@ def _load_figure(topic: dict, rows: list[dict]):
     return fig
 
 
-def _pyplot():
-    """matplotlib on its file-only backend (no display on a cluster's driver or in Airflow)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _utc_time_axis(ax) -> None:
-    import matplotlib.dates as mdates
-
-    locator = mdates.AutoDateLocator(tz=dt.timezone.utc, maxticks=10)
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=dt.timezone.utc))
-    ax.set_xlabel("time (UTC)")
-
-
-def _utc(t: dt.datetime) -> dt.datetime:
-    """Collected timestamps are naive UTC (jobs/cli.py pins the process to TZ=UTC): mark them so."""
-    return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
-
-
-def _svg(fig, div_id: str, label: str) -> str:
-    """The figure as inline SVG (text kept as text, no script): the file opens offline anywhere."""
-    import io
-
-    plt = _pyplot()
-    buf = io.StringIO()
-    with plt.rc_context({"svg.fonttype": "none"}):  # text as <text>, not glyph paths: smaller, selectable
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside HTML
-    return (f'<figure class="plot" id="{div_id}" aria-label="{html.escape(label)}">{svg}'
-            f"</figure>")
 
 
 def _timeline_figure(f: Finding, points: list[dict]):
-    plt = _pyplot()
+    plt = pyplot()
     lo, hi = f.start - PAD, f.end + PAD
     pts = [p for p in points if lo <= p["t"] <= hi] or points
-    times = [_utc(p["t"]) for p in pts]
+    times = [utc(p["t"]) for p in pts]
     fig, ax = plt.subplots(figsize=(10, 2.8))
     ax.plot(times, [p["lag"] for p in pts], color="#1f77b4", lw=1.2, label="lag (msgs)")
     ax.set_ylabel("lag (msgs)")
@@ -311,11 +275,11 @@ def _timeline_figure(f: Finding, points: list[dict]):
     ax2.plot(times, [p["time_lag"] for p in pts], color="#9467bd", lw=1.2, ls=":",
              label="time lag (s)")
     ax2.set_ylabel("time lag (s)")
-    ax.axvspan(_utc(f.start), _utc(max(f.end, f.start + dt.timedelta(seconds=30))),
+    ax.axvspan(utc(f.start), utc(max(f.end, f.start + dt.timedelta(seconds=30))),
                color=STATE_COLOURS[0] if f.kind != "double-owned" else STATE_COLOURS[2],
                alpha=0.12, lw=0)
     ax.set_title(f.title, fontsize=10, loc="left")
-    _utc_time_axis(ax)
+    utc_time_axis(ax)
     fig.legend(loc="upper right", ncols=2, fontsize=8, frameon=False)
     return fig
 
@@ -325,7 +289,7 @@ def _heatmap_figure(title: str, cells: list[dict]):
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
 
-    plt = _pyplot()
+    plt = pyplot()
     queues = sorted({c["queue"] for c in cells},
                     key=lambda q: (q.rsplit(":", 1)[0], int(q.rsplit(":", 1)[1])))
     times = sorted({c["t"] for c in cells})
@@ -336,7 +300,7 @@ def _heatmap_figure(title: str, cells: list[dict]):
     for c in cells:
         z[qi[c["queue"]]][ti[c["t"]]] = c["state"]
     step = (times[1] - times[0]) if len(times) > 1 else dt.timedelta(minutes=1)
-    x0, x1 = mdates.date2num(_utc(times[0])), mdates.date2num(_utc(times[-1] + step))
+    x0, x1 = mdates.date2num(utc(times[0])), mdates.date2num(utc(times[-1] + step))
     cmap = ListedColormap([STATE_COLOURS[i] for i in range(3)])
     cmap.set_bad("#ffffff")  # no state in the bucket: unknown, drawn blank (not healthy, not bad)
     fig, ax = plt.subplots(figsize=(10, max(1.8, 0.7 + 0.2 * len(queues))))
@@ -345,7 +309,7 @@ def _heatmap_figure(title: str, cells: list[dict]):
     ax.set_yticks(range(len(queues)), queues, fontsize=8)
     ax.xaxis_date(tz=dt.timezone.utc)
     ax.set_title(title, fontsize=10, loc="left")
-    _utc_time_axis(ax)
+    utc_time_axis(ax)
     ax.legend(handles=[Patch(color=STATE_COLOURS[i], label=STATE_NAMES[i]) for i in range(3)],
               loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return fig
@@ -423,7 +387,7 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
     for i, pair in enumerate(pairs):
         if pair in ownership:
             title = f"{pair[1]} · {pair[2]} ({pair[0]})"
-            parts.append(_svg(_heatmap_figure(title, ownership[pair]), f"heatmap-{i}", title))
+            parts.append(svg_figure(_heatmap_figure(title, ownership[pair]), f"heatmap-{i}", title))
             heatmaps += 1
     if not pairs:
         parts.append("<p>No findings: nothing to draw.</p>")
@@ -434,7 +398,7 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
         parts.append(f"<div class='finding'><b>{html.escape(f.title)}</b><br>"
                      f"{html.escape(f.evidence or '')}</div>")
         if series.get(f.key):
-            parts.append(_svg(_timeline_figure(f, series[f.key]), f"timeline-{i}", f.title))
+            parts.append(svg_figure(_timeline_figure(f, series[f.key]), f"timeline-{i}", f.title))
             timelines += 1
         else:
             parts.append("<p class='note'>no offsets for this queue</p>")
@@ -452,7 +416,7 @@ def build_report(spark: SparkSession, lake: str | Path, day: dt.date) -> tuple[s
                          f"{html.escape(f['severity'])}</b><br>{html.escape(f['evidence'] or '')}</div>")
         if rows:
             title = f"per-queue share · {topic['topic']} ({topic['cluster']})"
-            parts.append(_svg(_load_figure(topic, rows), f"load-{load_plots}", title))
+            parts.append(svg_figure(_load_figure(topic, rows), f"load-{load_plots}", title))
             load_plots += 1
     if not producer_topics:
         parts.append("<p>No producer findings: every topic's producers spread their messages evenly.</p>")

@@ -14,8 +14,9 @@ COMMANDS = ["run", "sql", "tables", "demo", "report", "simulate", "replay", "not
 QUERY = ("-- the persisting fault's incidents\n/* one row per kind */\n"
          "SELECT kind, open_since_day FROM gold.incidents\n"
          "WHERE date = DATE'2025-11-22' ORDER BY kind;\n")
-EXPECTED = ("kind,open_since_day\nDOUBLE_OWNED,2025-11-21\nORPHANED,2025-11-21\n"
-            "STUCK,2025-11-21\n")
+# duplicate-client-id days: the orphaned queues' backlog grows too (docs/contract.md §5.4)
+EXPECTED = ("kind,open_since_day\nBACKLOG,2025-11-21\nDOUBLE_OWNED,2025-11-21\n"
+            "ORPHANED,2025-11-21\nSTUCK,2025-11-21\n")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

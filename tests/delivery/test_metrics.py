@@ -69,7 +69,7 @@ def test_metrics_equal_the_lake_and_a_persisting_incident_counts_its_days(spark,
     out.write_text("old\n")
     m = check_against_lake(spark, days_lake, "2025-11-22", out)
     assert {s["kind"]: v for s, v in m["rocketlens_incident_open_days"]} == {
-        "ORPHANED": 2.0, "DOUBLE_OWNED": 2.0, "STUCK": 2.0}
+        "ORPHANED": 2.0, "DOUBLE_OWNED": 2.0, "STUCK": 2.0, "BACKLOG": 2.0}
     assert [p.name for p in tmp_path.iterdir()] == ["rocketlens.prom"]  # no temporary left
     healthy = check_against_lake(spark, days_lake, "2025-11-23", out)
     assert healthy["rocketlens_incidents"] == []
