@@ -226,6 +226,15 @@ def _with_episode(df: DataFrame, episodes_df: DataFrame | None, start: str,
             .withColumn(flag, F.coalesce(F.col(flag), F.lit(False))))
 
 
+def _ordered_sum(column: str) -> Column:
+    """The sum of a double column, added in ascending order (null when every value is null): a
+    plain ``sum`` adds in the order rows arrive, so a day run in batches of groups and the same
+    day in one pass could differ in the last bit (tests/reliability/test_reruns.py)."""
+    values = F.array_sort(F.collect_list(column))
+    return F.when(F.size(values) > 0,
+                  F.aggregate(values, F.lit(0.0), lambda acc, x: acc + x))
+
+
 def topic_forecasts(queue_rows_df: DataFrame, rules: ForecastRules) -> DataFrame:
     """Queue rows (``queue_forecasts``) → one row per group × topic (module docstring)."""
     never = F.timestamp_millis(F.lit(0))
@@ -236,7 +245,8 @@ def topic_forecasts(queue_rows_df: DataFrame, rules: ForecastRules) -> DataFrame
                        F.col("no_clear_reason").alias("_reason"))
     sums = queue_rows_df.groupBy("date", "cluster", "group", "topic").agg(
         F.max("as_of").alias("as_of"), F.sum("backlog").alias("backlog"),
-        F.sum("arrival_rate").alias("arrival_rate"), F.sum("drain_rate").alias("drain_rate"),
+        _ordered_sum("arrival_rate").alias("arrival_rate"),
+        _ordered_sum("drain_rate").alias("drain_rate"),
         F.max(decides).alias("_decides"), F.min("loss_at").alias("loss_at"),
         F.sum("lost_messages").alias("lost_messages"))
     return sums.select(
