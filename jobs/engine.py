@@ -226,6 +226,13 @@ def _classic_session(*, delta: bool, master: str | None, shuffle_partitions: int
                    # day the same ones again: the default cache of 100 recompiled them each time
                    # (a simulated day on local[2]: 143 s cold, 70-77 s with the classes cached)
                    .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES)))
+        if delta:
+            # Delta rebuilds a table's state from its log in a shuffle of this many partitions,
+            # 50 by default (sized for a cluster): a local session writes a day's ~30 tables, and
+            # reads each back, in 50 tasks per table on its few cores; the session's own shuffle
+            # width instead halved a small day's classic run (benchmarks/RESULTS.md, session 36)
+            builder = builder.config("spark.databricks.delta.snapshotPartitions",
+                                     str(shuffle_partitions))
         for key, value in local_conf.items():
             builder = builder.config(key, value)
     for key, value in COMMON_CONF.items():

@@ -764,9 +764,10 @@ def run_day(spark: SparkSession, landing: Path, lake_dir: str | Path, run_date: 
         key = f"{layer}.{name}"
         report.table_rows[key] = (written[key] if key in written
                                   else lake.read_day(spark, lake_dir, layer, name, run_date).count())
-    report.file_counts = [
-        r.asDict() for r in lake.read_day(spark, lake_dir, "bronze", "ingest_counts", run_date)
-        .orderBy("source", "source_file").collect()
-    ]
+    # one row per landing file: ordered here, on the driver, as the rows arrive there anyway (an
+    # orderBy would be a global sort, a range-partitioning job on a cluster)
+    report.file_counts = sorted(
+        (r.asDict() for r in lake.read_day(spark, lake_dir, "bronze", "ingest_counts", run_date)
+         .collect()), key=lambda c: (c["source"], c["source_file"]))
     report.seconds = time.monotonic() - started
     return report

@@ -117,6 +117,12 @@ SAMPLE_DAY = "2025-11-21"
 SAMPLE_WINDOW = "09:50-14:20"  # slow message, client leaving, crash; all-day faults run throughout
 
 
+# A CLI subprocess is given this long before the test fails: a classic Spark + Delta run of a
+# small day takes about 2 minutes alone and measured 10 with three JVMs on two cores (the
+# acceptance tier's workers beside the concurrent-days test); a hung run still fails the test.
+CLI_TIMEOUT_SECONDS = 1500
+
+
 def cli_engine_args() -> list[str]:
     """``--engine spark`` in the classic pass (the ``classic_cli`` tests' runs: classic Spark +
     Delta), nothing in the Sail pass (the CLI's default engine)."""
@@ -131,7 +137,7 @@ def run_cli(*args: str, check: bool = True):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
     proc = subprocess.run([sys.executable, "-m", "jobs", *args], cwd=Path(__file__).parents[1],
-                          env=env, capture_output=True, text=True, timeout=900)
+                          env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS)
     if check and proc.returncode != 0:
         raise AssertionError(f"rocketlens {args[0]}: exit {proc.returncode}: {proc.stderr[-2000:]}")
     return proc

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from jobs import lake
-from tests.conftest import cli_engine_args
+from tests.conftest import CLI_TIMEOUT_SECONDS, cli_engine_args
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_DAY = REPO / "tests" / "data" / "hand_day"
@@ -23,7 +23,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 
 def rocketlens(*args: str, check: bool = True, env: dict | None = None,
-               timeout: int = 600) -> subprocess.CompletedProcess:
+               timeout: int = CLI_TIMEOUT_SECONDS) -> subprocess.CompletedProcess:
     """``python -m jobs ARGS`` from the worktree root, without the caller's ROCKETLENS_* settings."""
     proc = subprocess.run([sys.executable, "-m", "jobs", *args], cwd=REPO,
                           env=env or cli_env(), capture_output=True, text=True, timeout=timeout)

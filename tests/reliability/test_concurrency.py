@@ -16,6 +16,7 @@ import pytest
 
 from jobs import lake
 from jobs.migrate import today_schemas
+from tests.conftest import CLI_TIMEOUT_SECONDS
 from tests.reliability.conftest import D3, D
 from tests.reliability.lakes import REPO, cli_env, contents, rocketlens, run_args
 
@@ -26,7 +27,7 @@ def start(*args: str) -> subprocess.Popen:
 
 
 def finish(procs: list[subprocess.Popen]) -> list[str]:
-    errs = [p.communicate(timeout=600)[1] for p in procs]
+    errs = [p.communicate(timeout=CLI_TIMEOUT_SECONDS)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * len(procs), [e[-2000:] for e in errs]
     return errs
 
