@@ -6,20 +6,29 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from jobs import lake
-from tests.conftest import cli_engine_args
+from tests.conftest import CLI_TIMEOUT_SECONDS, cli_engine_args
 from tests.pipeline import hand_day_expected as E
 from tests.pipeline.assertions import assert_bronze, assert_silver
-from tests.reliability.lakes import rocketlens
 
 pytestmark = pytest.mark.delta
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_METADATA = ("_run_id", "_ingested_at")
+
+
+def rocketlens(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
+    proc = subprocess.run([sys.executable, "-m", "jobs", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+    return proc
 
 
 def run_hand_day(lake_dir: Path) -> subprocess.CompletedProcess:

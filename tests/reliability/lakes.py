@@ -9,15 +9,23 @@ import sys
 from pathlib import Path
 
 from jobs import lake
-from tests.conftest import CLI_TIMEOUT_SECONDS, cli_engine_args
+from tests.conftest import CLI_TIMEOUT_SECONDS, TEST_ENGINE, cli_engine_args
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_DAY = REPO / "tests" / "data" / "hand_day"
 RUN_METADATA = ("_run_id", "_ingested_at")  # differ between runs by design (docs/lake.md, Reruns)
 
 
+# The reliability runs compare lakes these helpers wrote with each other only, never with another
+# engine's: on classic Spark they take the test session's shuffle width (tests/conftest.py), 2, for
+# their small days (the production local default, 8, is for a day's data)
+CLASSIC_RUN_ENV = {"ROCKETLENS__ENGINE__SHUFFLE_PARTITIONS": "2"}
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKETLENS")}
+    if TEST_ENGINE == "spark":
+        env.update(CLASSIC_RUN_ENV)
     env.update(extra)
     return env
 
