@@ -68,9 +68,12 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
         if r["ev"] == "recv" and r.get("name") in names and not r.get("retry_topic") and w0 <= r["ts"] <= w1:
             recv[(r["topic"], r["broker"], r["queue"])].append((r["ts"], r["offset"]))
     sent_ts: dict[tuple, list[int]] = defaultdict(list)
+    first_offset: dict[tuple, int] = {}   # the first message the producer put on each queue
     for r in sent:
+        q = (r["topic"], r["broker"], r["queue"])
+        first_offset[q] = min(first_offset.get(q, r["offset"]), r["offset"])
         if r["ts"] <= w1:
-            sent_ts[(r["topic"], r["broker"], r["queue"])].append(r["ts"])
+            sent_ts[q].append(r["ts"])
     held = held_spans(rows, names, w0, w1)
     orphaned, starved = [], []
     for q, ts in sent_ts.items():
@@ -83,7 +86,9 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
                     continue
                 span = [(run[0], run[-1])]
                 if any(overlap(ivs, span) >= gap for ivs in held.get(q, {}).values()):
-                    starved.append((q, off + 1 if off >= 0 else None, round((run[-1] - run[0]) / 1000)))
+                    # pinned at the message after the last one received, or (nothing received yet) at the
+                    # queue's first message
+                    starved.append((q, off + 1 if off >= 0 else first_offset[q], round((run[-1] - run[0]) / 1000)))
                 else:
                     orphaned.append(q)
                 found = True

@@ -82,6 +82,20 @@ def test_the_truth_records_cover_every_case(collected):
         assert exp["window_s"] >= compare.MIN_OVERLAP_S, case.name
 
 
+def test_a_held_queue_nothing_was_received_from_is_expected_stuck_at_its_first_message(collected):
+    """The shape a later cluster run produced (CI, stop 63): topicB's clients held broker-a's queues but
+    every pull was refused from the start, so no receipt exists. The truth then pins the queue at the
+    first message the producer put on it (the clients' own ``sent`` records), not at an unknown offset."""
+    case = next(c for c in C.CASES if c.name == "topicB")
+    rows = compare.load_truth(collected)
+    q = ("TopicRcB", "broker-a", 0)
+    assert any(r["ev"] == "recv" and (r["topic"], r["broker"], r["queue"]) == q for r in rows)
+    refused = [r for r in rows if not (r["ev"] == "recv" and (r["topic"], r["broker"], r["queue"]) == q)]
+    first = min(r["offset"] for r in rows if r["ev"] == "sent" and (r["topic"], r["broker"], r["queue"]) == q)
+    stuck = {s[0]: s[1] for s in compare.expected(case, refused)["stuck"]}
+    assert stuck[q] == first
+
+
 @pytest.mark.parametrize("case", [
     pytest.param(c.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[c.name]))
     if c.name in KNOWN_GAPS else c.name for c in C.CASES])
