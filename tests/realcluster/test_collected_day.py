@@ -83,9 +83,10 @@ def test_the_truth_records_cover_every_case(collected):
 
 
 def test_a_held_queue_nothing_was_received_from_is_expected_stuck_at_its_first_message(collected):
-    """The shape a later cluster run produced (CI, stop 63): topicB's clients held broker-a's queues but
-    every pull was refused from the start, so no receipt exists. The truth then pins the queue at the
-    first message the producer put on it (the clients' own ``sent`` records), not at an unknown offset."""
+    """The shape a later cluster run produced (CI, stop 63: truth None, found 0): topicB's clients held
+    broker-a's queues but every pull was refused from the start, so no receipt exists. The truth then pins
+    the queue at the first message the producer put on it (the clients' own ``sent`` records), not at an
+    unknown offset."""
     case = next(c for c in C.CASES if c.name == "topicB")
     rows = compare.load_truth(collected)
     q = ("TopicRcB", "broker-a", 0)
@@ -94,6 +95,27 @@ def test_a_held_queue_nothing_was_received_from_is_expected_stuck_at_its_first_m
     first = min(r["offset"] for r in rows if r["ev"] == "sent" and (r["topic"], r["broker"], r["queue"]) == q)
     stuck = {s[0]: s[1] for s in compare.expected(case, refused)["stuck"]}
     assert stuck[q] == first
+
+
+def test_a_starved_stretch_is_pinned_after_the_highest_offset_received_not_the_last_in_time():
+    """A concurrent consumer's receipts of one pull come out of order (CI's cluster, stop 64: offsets 0..28
+    received in one second, offset 3 last). Hand-stated records: one held queue, offsets 0..9 received at
+    10 s in reverse order, then 110 s of messages nobody receives, then a 105 s stretch after offsets 10..19
+    and a 55 s one after 20..24: the first two are stuck at 10 and 20; the last, within the band of the
+    60 s threshold, may be found or not."""
+    case = next(c for c in C.CASES if c.name == "topicB")
+    q = {"topic": "TopicRcB", "broker": "broker-a", "queue": 0}
+    who = {"name": "topicb-1", "pid": 1}
+    rows = [{"ev": "owned", "ts": 0, **who, "queues": "TopicRcB|broker-a|0"}]
+    rows += [{"ev": "sent", "ts": t * 1000, **q, "offset": t} for t in range(0, 300)]
+    rows += [{"ev": "recv", "ts": 10_000 + (9 - o), **who, **q, "offset": o} for o in range(10)]
+    rows += [{"ev": "recv", "ts": 120_000 + o, **who, **q, "offset": o} for o in range(10, 20)]
+    rows += [{"ev": "recv", "ts": 225_000 + o, **who, **q, "offset": o} for o in range(20, 25)]
+    rows += [{"ev": "recv", "ts": 280_000 + o, **who, **q, "offset": o} for o in range(25, 300)]
+    exp = compare.expected(case, rows)
+    key = ("TopicRcB", "broker-a", 0)
+    assert sorted(off for k, off, _ in exp["stuck"] if k == key) == [10, 20]
+    assert [off for k, off, _ in exp["stuck_near"] if k == key] == [25]
 
 
 @pytest.mark.parametrize("case", [
