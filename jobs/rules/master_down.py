@@ -46,6 +46,10 @@ PULL_REJECT_MIN_LINES = 3
 # in-flight pull once (one line per queue, any broker): on the real cluster those lines came 32 s
 # after broker-b's outage lines and opened a second, never-closed window (README difference 14)
 PULL_RUN_MAX_GAP_SECONDS = 10
+# A client logs a route change at its next route poll (pollNameServerInterval, 30 s; facts §10.3), so
+# the return evidence can come up to this long after the master is back, while the collector, which
+# asks the name server each round, already reads the returned master's offsets (README difference 20)
+ROUTE_POLL_SECONDS = 30
 
 
 def _hhmmss(ts: Column) -> Column:
@@ -209,13 +213,17 @@ def return_regressions(queue_offsets_df: DataFrame, windows_df: DataFrame,
     """Snapshots of B's queues whose committed offset went back within
     ``master_return_window_seconds`` after B's master returned: the master starts from its
     pre-outage offset table (the slave's outage commits are overwritten, facts §10.3) until the
-    owner commits again. Accepted, not a reset: ``QUEUE_KEY``, ``ts``, ``_back_from`` (the offset
-    before) and ``_back_to``."""
-    returned = windows_df.where(F.col("down_until").isNotNull()).select(*WINDOW_KEY, "down_until")
+    owner commits again. The return is known from its evidence, which a client's route poll may
+    give up to ``ROUTE_POLL_SECONDS`` late, so a decrease that early (and inside the window) counts
+    too. Accepted, not a reset: ``QUEUE_KEY``, ``ts``, ``_back_from`` (the offset before) and
+    ``_back_to``."""
+    returned = (windows_df.where(F.col("down_until").isNotNull())
+                .select(*WINDOW_KEY, "down_from", "down_until"))
+    since = F.greatest(F.col("down_from"), plus_seconds(F.col("down_until"), -ROUTE_POLL_SECONDS))
     until = plus_seconds(F.col("down_until"), master_return_window_seconds)
     return (queue_offsets_df.where(F.col("consumer_offset_delta") < 0)
             .join(returned, on=WINDOW_KEY, how="inner")
-            .where((F.col("ts") >= F.col("down_until")) & (F.col("ts") <= until))
+            .where((F.col("ts") > F.col("down_from")) & (F.col("ts") >= since) & (F.col("ts") <= until))
             .select(*QUEUE_KEY, "ts",
                     (F.col("consumer_offset") - F.col("consumer_offset_delta"))
                     .alias("_back_from"), F.col("consumer_offset").alias("_back_to"))

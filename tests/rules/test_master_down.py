@@ -271,12 +271,19 @@ def test_an_offset_that_goes_back_after_the_return_is_no_stuck_episode_of_its_ow
         ("c", "h", "t", "b", 0, at(30), 800, -120, 0, DAY),
         # on a, whose master never left, neither
         ("c", "h", "t", "a", 0, at(10), 850, -50, 0, DAY),
+        # the return evidence (09:50) is a client's route poll, up to 30 s late: the collector read
+        # the returned master's stale offset at 09:30 (README difference 20) ...
+        ("c", "h", "t", "b", 1, at(9, 30), 850, -50, None, DAY),
+        # ... but 40 s before it, and in the middle of the outage, a decrease is no return
+        ("c", "h", "t", "b", 2, at(9, 10), 850, -50, None, DAY),
+        ("c", "h", "t", "b", 3, at(5), 850, -50, None, DAY),
     ]
 
     regressions = return_regressions(spark.createDataFrame(rows, OFFSETS_SCHEMA), windows, 900)
 
-    assert [(r.broker_name, r.ts, r._back_from, r._back_to) for r in regressions.collect()] == [
-        ("b", at(10), 900, 850)]
+    assert sorted((r.broker_name, r.queue_id, r.ts, r._back_from, r._back_to)
+                  for r in regressions.collect()) == [
+        ("b", 0, at(10), 900, 850), ("b", 1, at(9, 30), 900, 850)]
     episodes = spark.createDataFrame(
         [("c", "h", "t", "b", 0, 1, at(10)), ("c", "h", "t", "b", 0, 2, at(30))],
         "cluster string, group string, topic string, broker_name string, queue_id int, "
