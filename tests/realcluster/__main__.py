@@ -231,6 +231,10 @@ def start_clients(procs: Procs, lib: Path, root: Path) -> None:
             args += ["--fail"]
         if cl.consume_ms:
             args += ["--consume-ms", str(cl.consume_ms)]
+        if cl.threads != 2:
+            args += ["--threads", str(cl.threads)]
+        if cl.persist_ms:
+            args += ["--persist-ms", str(cl.persist_ms)]
         time.sleep(0.5)  # 2 cores: stagger the JVM starts
         client_java(procs, lib, f"c-{cl.name}", "SeedConsumer", args, v5=cl.v5)
     log(f"started {sum(len(c.clients) for c in C.CASES)} consumer JVMs")

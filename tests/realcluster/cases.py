@@ -23,6 +23,8 @@ class Client:
     slow_ms: int = 0
     fail: bool = False
     consume_ms: int = 0              # each message takes this long (a backlog builds)
+    threads: int = 2                 # consume threads (consumeThreadMin = Max)
+    persist_ms: int = 0              # persistConsumerOffsetInterval when set (the client's default: 5000)
     v5: bool = False                 # the 5.x remoting client (rocketmq-client 5.3.3) instead of 4.9.7
 
 
@@ -41,6 +43,7 @@ class Case:
     leave: tuple[str, int] | None = None            # (client or "busiest", s after traffic starts): SIGTERM, it leaves
     broker: str | None = None         # the topics live on this master only (mqadmin updateTopic -b)
     master_down: tuple[int, int] | None = None      # kill -9 broker-b's master, restart it: s after traffic starts
+    forecast_at: int | None = None    # s after traffic starts: the backlog forecast from the snapshots up to then
 
 
 SLOW_MS = 150_000
@@ -86,6 +89,12 @@ CASES: tuple[Case, ...] = (
          (Client("skew-1", ("TopicRcSkew",)), Client("skew-2", ("TopicRcSkew",))),
          notes="SelectMessageQueueByHash on a key that is HOT for 80 % of the messages",
          producer={"hash": "true", "hot-key": "HOT", "hot-share": "0.8"}, rate=8),
+    Case("backlog-drain", "forecast", "GID_rc_drain", ("TopicRcDrain",),
+         (Client("drain-1", ("TopicRcDrain",), consume_ms=500, threads=2, persist_ms=1000),),
+         healthy=True, broker="broker-a", producer={"seconds": "20"}, rate=32, forecast_at=90,
+         notes="640 messages in the first 20 s, drained at a controlled 4 messages/s (2 threads, 500 ms each; "
+               "offsets persisted every second): the backlog forecast from the snapshots up to 90 s against "
+               "when the consumer really got there (issue 60)"),
 )
 
 

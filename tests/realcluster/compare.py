@@ -17,10 +17,12 @@ A healthy case must come out OK with no WARN or CRITICAL finding.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
 from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 from tests.realcluster import cases as C
@@ -126,6 +128,13 @@ def expected(case: C.Case, rows: list[dict]) -> dict:
     if case.producer.get("hot-key"):
         out["hot"] = hot_truth(case, sent)
     return out
+
+
+def cases_in(rows: list[dict]) -> list[C.Case]:
+    """The cases whose clients wrote truth records on this day (a day collected before a case was added
+    has none of its groups)."""
+    names = {r.get("name") for r in rows}
+    return [c for c in C.CASES if any(cl.name in names for cl in c.clients)]
 
 
 def arrival_runs(ts: list[int]) -> list[list[int]]:
@@ -303,7 +312,7 @@ def verdicts(rows: list[dict], gold: dict[str, list[dict]]) -> list[dict]:
     health = {h["g"]: h for h in gold["health"]}
     rebal, hot = gold["rebalance"], gold["producer"]
     report = []
-    for case in C.CASES:
+    for case in cases_in(rows):
         exp = expected(case, rows)
         got_o = sorted({(x["topic"], x["broker_name"], x["queue_id"]) for x in orph if x["g"] == case.group})
         got_d = sorted({(x["topic"], x["broker_name"], x["queue_id"]) for x in dbl if x["g"] == case.group})
@@ -348,6 +357,93 @@ def verdicts(rows: list[dict], gold: dict[str, list[dict]]) -> list[dict]:
     return report
 
 
+# The controlled drain (issue 60): forecast settings for a few minutes of traffic. A queue is clear at
+# 5 messages of lag; rates over the last minute before the cut.
+FORECAST_CONF = """\
+[forecast]
+cleared_lag = 5
+window_minutes = 1
+"""
+FORECAST_TOLERANCE = 0.15   # |predicted - actual| / (actual - as_of), the issue's acceptance
+
+
+def drain_truth(case: C.Case, rows: list[dict], cleared_lag: int) -> dict:
+    """When the drain case's backlog really cleared, from its own records: per queue, the moment the
+    consumer finished the message at (the last offset sent − ``cleared_lag``), i.e. when the queue's
+    lag fell to ``cleared_lag`` (its receipt + the listener's ``consume_ms``); the group × topic
+    clears with its last queue. ``cut_ms``: traffic start (first send) + ``case.forecast_at``."""
+    assert case.forecast_at is not None
+    names = {cl.name for cl in case.clients}
+    sent = [r for r in rows if r["ev"] == "sent" and r["topic"] in case.topics]
+    last: dict[tuple, int] = {}
+    for r in sent:
+        q = (r["topic"], r["broker"], r["queue"])
+        last[q] = max(last.get(q, -1), r["offset"])
+    recv = {(r["topic"], r["broker"], r["queue"], r["offset"]): r["ts"] for r in rows
+            if r["ev"] == "recv" and r.get("name") in names and not r.get("retry_topic")}
+    consume_ms = max(cl.consume_ms for cl in case.clients)
+    cleared = {q: recv.get((*q, off - cleared_lag)) for q, off in last.items()}
+    missing = sorted(q for q, ts in cleared.items() if ts is None)
+    return {"cut_ms": min(r["ts"] for r in sent) + case.forecast_at * 1000, "missing": missing,
+            "cleared_ms": None if missing else max(cleared.values()) + consume_ms}
+
+
+def landing_until(landing: Path, group: str, cut_ms: int, out: Path) -> int:
+    """A copy of ``group``'s offsets, connections and running-info files of ``landing`` collected at or
+    before ``cut_ms`` (their round's stamp, ``YYYYMMDDTHHMMSSZ``), as the collector had written them by
+    then (no client logs: the forecast reads offsets). Returns the files copied."""
+    n = 0
+    for f in landing.rglob("*"):
+        if not f.is_file() or f"group={group}" not in f.parts or f.parts[len(landing.parts)] == "client_logs":
+            continue
+        stamp = datetime.strptime(f.name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+        if stamp.timestamp() * 1000 <= cut_ms:
+            dest = out / f.relative_to(landing)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest)
+            n += 1
+    return n
+
+
+def forecast_verdict(root: Path, day: str, case: C.Case, rows: list[dict]) -> dict:
+    """``rocketlens run`` on the drain case's landing up to its cut, with ``CONF`` + ``FORECAST_CONF``; its
+    gold.backlog_forecast row for the group × topic against ``drain_truth``."""
+    truth = drain_truth(case, rows, 5)
+    head = f"FAIL {case.name:<20} seed {case.seed:<7} "
+    if truth["missing"]:
+        return {"case": case.name, "ok": False,
+                "line": head + f"no receipt of the cleared offset on {truth['missing']}"}
+    base = root / "forecast"
+    shutil.rmtree(base, ignore_errors=True)
+    files = landing_until(root / "landing", case.group, truth["cut_ms"], base / "landing")
+    conf = base / "forecast.toml"
+    conf.write_text(CONF + FORECAST_CONF)
+    r = subprocess.run([sys.executable, "-m", "jobs", "run", "--date", day, "--landing", str(base / "landing"),
+                        "--lake", str(base / "lake"), "--conf", str(conf)], capture_output=True, text=True, cwd=REPO)
+    (base / "run.log").write_text(r.stdout + r.stderr)
+    if r.returncode not in (0, 3):
+        return {"case": case.name, "ok": False, "line": head + f"forecast run failed: {r.stderr.strip()[-300:]}"}
+    got = sql(base / "lake", "SELECT CAST(as_of AS STRING) AS as_of, CAST(clears_at AS STRING) AS clears_at, "
+                             "backlog, drain_rate, trend, deciding_queue, no_clear_reason FROM gold.backlog_forecast "
+                             f"WHERE `group` = '{case.group}' AND broker_name IS NULL")
+    if len(got) != 1 or got[0]["clears_at"] is None:
+        return {"case": case.name, "ok": False, "line": head + f"forecast from {files} files: {got}"}
+    f = got[0]
+    as_of, clears = (datetime.fromisoformat(f[k].replace("Z", "+00:00")).replace(tzinfo=timezone.utc).timestamp() * 1000
+                     for k in ("as_of", "clears_at"))
+    actual = truth["cleared_ms"]
+    error = (clears - actual) / (actual - as_of)
+    ok = abs(error) <= FORECAST_TOLERANCE
+    hms = lambda ms: datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S")  # noqa: E731
+    line = (f"{'PASS' if ok else 'FAIL'} {case.name:<20} seed {case.seed:<7} forecast as of {hms(as_of)} "
+            f"(snapshots up to {hms(truth['cut_ms'])}, {files} files): backlog {f['backlog']}, drain "
+            f"{f['drain_rate']:.2f}/s, {f['trend']}, clears {hms(clears)}; the consumer's own records: cleared "
+            f"{hms(actual)}; error {error:+.1%} of the {round((actual - as_of) / 1000)} s ahead "
+            f"(tolerance ±{FORECAST_TOLERANCE:.0%}); deciding queue {f['deciding_queue']}")
+    return {"case": case.name, "ok": ok, "line": line, "error": error, "forecast": f,
+            "actual": hms(actual)}
+
+
 def run_and_compare(root: Path, day: str) -> int:
     lake = root / "lake"
     conf = root / "realcluster.toml"
@@ -360,7 +456,9 @@ def run_and_compare(root: Path, day: str) -> int:
     if r.returncode not in (0, 3):
         print(f"realcluster: rocketlens run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
         return 1
-    report = verdicts(load_truth(root), read_gold_with_cli(lake))
+    rows = load_truth(root)
+    report = verdicts(rows, read_gold_with_cli(lake))
+    report += [forecast_verdict(root, day, c, rows) for c in cases_in(rows) if c.forecast_at is not None]
     for v in report:
         print(v["line"], flush=True)
     (root / "compare.json").write_text(json.dumps([{k: v for k, v in x.items() if k != "line"} for x in report],

@@ -23,7 +23,7 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *
  * --group G --topics A[,B] --truth FILE --name N [--instance I] [--broadcast] [--orderly]
  * [--strategy avg|hash] [--slow-key K --slow-ms MS] [--fail] [--consume-ms MS per message] [--threads N]
- * [--consume-timeout-min M] [--no-client-ip]
+ * [--consume-timeout-min M] [--persist-ms MS] [--no-client-ip]
  */
 public final class SeedConsumer {
     public static void main(String[] argv) throws Exception {
@@ -48,6 +48,7 @@ public final class SeedConsumer {
         c.setConsumeThreadMax(a.i("threads", 2));
         c.setConsumeTimeout(a.l("consume-timeout-min", 15));
         c.setPullInterval(a.l("pull-interval-ms", 0));
+        if (a.has("persist-ms")) c.setPersistConsumerOffsetInterval(a.i("persist-ms", 5000));
         for (String t : topics) c.subscribe(t, "*");
 
         if (a.has("orderly")) {
