@@ -25,6 +25,15 @@ def test_spark_defaults_enable_the_delta_extension_and_catalog():
     assert conf["spark.sql.session.timeZone"] == "UTC"
 
 
+def test_spark_defaults_rebuild_delta_state_as_wide_as_the_local_session_does():
+    """Delta's state rebuild width under spark-submit is the one the local classic session takes
+    from ``engine.shuffle_partitions`` (jobs/engine.py, docs/engines.md)."""
+    from jobs.settings import EngineSettings
+
+    width = spark_defaults()["spark.databricks.delta.snapshotPartitions"]
+    assert width == str(EngineSettings().shuffle_partitions)
+
+
 def test_operations_doc_dag_and_conf_name_the_delta_artifact_maven_central_serves():
     """pyspark 4.2's Delta artifact, 4.4.0: Maven Central has no delta-spark_4.2_2.13:4.4.1, the
     version of the pinned Python package (jobs.engine.DELTA_SPARK_JAR_VERSION)."""
