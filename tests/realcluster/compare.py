@@ -359,9 +359,10 @@ def verdicts(rows: list[dict], gold: dict[str, list[dict]]) -> list[dict]:
 
 # The controlled drain (issue 60): forecast settings for a few minutes of traffic. A queue is clear at
 # 5 messages of lag; rates over the last minute before the cut.
-FORECAST_CONF = """\
+FORECAST_CLEARED_LAG = 5
+FORECAST_CONF = f"""\
 [forecast]
-cleared_lag = 5
+cleared_lag = {FORECAST_CLEARED_LAG}
 window_minutes = 1
 """
 FORECAST_TOLERANCE = 0.15   # |predicted - actual| / (actual - as_of), the issue's acceptance
@@ -408,7 +409,7 @@ def landing_until(landing: Path, group: str, cut_ms: int, out: Path) -> int:
 def forecast_verdict(root: Path, day: str, case: C.Case, rows: list[dict]) -> dict:
     """``rocketlens run`` on the drain case's landing up to its cut, with ``CONF`` + ``FORECAST_CONF``; its
     gold.backlog_forecast row for the group × topic against ``drain_truth``."""
-    truth = drain_truth(case, rows, 5)
+    truth = drain_truth(case, rows, FORECAST_CLEARED_LAG)
     head = f"FAIL {case.name:<20} seed {case.seed:<7} "
     if truth["missing"]:
         return {"case": case.name, "ok": False,
