@@ -231,8 +231,7 @@ def start_clients(procs: Procs, lib: Path, root: Path) -> None:
             args += ["--fail"]
         if cl.consume_ms:
             args += ["--consume-ms", str(cl.consume_ms)]
-        if cl.threads != 2:
-            args += ["--threads", str(cl.threads)]
+        args += ["--threads", str(cl.threads)]
         if cl.persist_ms:
             args += ["--persist-ms", str(cl.persist_ms)]
         time.sleep(0.5)  # 2 cores: stagger the JVM starts

@@ -406,6 +406,15 @@ def landing_until(landing: Path, group: str, cut_ms: int, out: Path) -> int:
     return n
 
 
+def _utc_ms(text: str) -> float:
+    """A UTC timestamp as ``rocketlens sql`` prints it, in epoch milliseconds."""
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp() * 1000
+
+
+def hms(ms: float) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S")
+
+
 def forecast_verdict(root: Path, day: str, case: C.Case, rows: list[dict]) -> dict:
     """``rocketlens run`` on the drain case's landing up to its cut, with ``CONF`` + ``FORECAST_CONF``; its
     gold.backlog_forecast row for the group × topic against ``drain_truth``."""
@@ -430,12 +439,10 @@ def forecast_verdict(root: Path, day: str, case: C.Case, rows: list[dict]) -> di
     if len(got) != 1 or got[0]["clears_at"] is None:
         return {"case": case.name, "ok": False, "line": head + f"forecast from {files} files: {got}"}
     f = got[0]
-    as_of, clears = (datetime.fromisoformat(f[k].replace("Z", "+00:00")).replace(tzinfo=timezone.utc).timestamp() * 1000
-                     for k in ("as_of", "clears_at"))
+    as_of, clears = _utc_ms(f["as_of"]), _utc_ms(f["clears_at"])
     actual = truth["cleared_ms"]
     error = (clears - actual) / (actual - as_of)
     ok = abs(error) <= FORECAST_TOLERANCE
-    hms = lambda ms: datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S")  # noqa: E731
     line = (f"{'PASS' if ok else 'FAIL'} {case.name:<20} seed {case.seed:<7} forecast as of {hms(as_of)} "
             f"(snapshots up to {hms(truth['cut_ms'])}, {files} files): backlog {f['backlog']}, drain "
             f"{f['drain_rate']:.2f}/s, {f['trend']}, clears {hms(clears)}; the consumer's own records: cleared "
